@@ -1,0 +1,113 @@
+#!/usr/bin/env node
+/**
+ * bootwright's command line.
+ *
+ *   bootwright render -f FILE [--format cloud-config|ignition] [--ignition-version X.Y.Z] [-o OUT]
+ *   bootwright validate -f FILE
+ *
+ * Exit codes: 0 success; 2 bad input or usage (one line per problem, naming the field;
+ * nothing is written to OUT); 1 an unexpected failure.
+ */
+import { readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, basename } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { RequestError } from './errors.js';
+import { renderNodeBootstrap } from './render.js';
+import { parseNodeBootstrap, syntaxForFile } from './request/parse.js';
+import { OUTPUT_FORMATS, type NodeBootstrap, type OutputFormat } from './request/schema.js';
+
+const USAGE = `usage:
+  bootwright render -f FILE [--format cloud-config|ignition] [--ignition-version X.Y.Z] [-o OUT]
+  bootwright validate -f FILE
+FILE may be - for standard input (YAML or JSON).`;
+
+class UsageError extends Error {}
+
+/** Read and validate the request named by `-f` (`-` is standard input). */
+function readRequest(file: string | undefined): NodeBootstrap {
+  if (!file) throw new UsageError('-f FILE is required');
+  let text: string;
+  try {
+    text = readFileSync(file === '-' ? 0 : file, 'utf8');
+  } catch (e) {
+    throw new UsageError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  return parseNodeBootstrap(text, file === '-' ? (text.trimStart().startsWith('{') ? 'json' : 'yaml') : syntaxForFile(file));
+}
+
+/** Write OUT atomically: a sibling temporary file renamed over it, so no half-written file is left. */
+function writeAtomically(path: string, body: string): void {
+  const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
+  try {
+    writeFileSync(tmp, body, { mode: 0o600 });
+    renameSync(tmp, path);
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw new UsageError(`cannot write ${path}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+}
+
+/**
+ * Run the CLI.
+ *
+ * @param argv arguments after the program name.
+ * @returns the exit code.
+ */
+export function main(argv: string[], out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): number {
+  try {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        file: { type: 'string', short: 'f' },
+        format: { type: 'string' },
+        'ignition-version': { type: 'string' },
+        output: { type: 'string', short: 'o' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+    const [command, ...rest] = positionals;
+    if (values.help) {
+      out.write(`${USAGE}\n`);
+      return 0;
+    }
+    if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
+    if (command === 'validate') {
+      readRequest(values.file);
+      err.write(`${values.file}: valid\n`);
+      return 0;
+    }
+    if (command !== 'render') throw new UsageError(command ? `unknown command: ${command}` : 'a command is required');
+    if (values.format !== undefined && !(OUTPUT_FORMATS as readonly string[]).includes(values.format)) {
+      throw new RequestError([{ path: '--format', message: `must be one of ${OUTPUT_FORMATS.join(', ')}` }]);
+    }
+    const req = readRequest(values.file);
+    const result = renderNodeBootstrap(req, {
+      ...(values.format ? { format: values.format as OutputFormat } : {}),
+      ...(values['ignition-version'] ? { ignitionVersion: values['ignition-version'], ignitionVersionField: '--ignition-version' } : {}),
+    });
+    if (values['ignition-version'] && result.format !== 'ignition') {
+      throw new RequestError([{ path: '--ignition-version', message: 'applies only to --format ignition' }]);
+    }
+    for (const w of result.warnings) err.write(`warning: ${w}\n`);
+    if (values.output) writeAtomically(values.output, result.body);
+    else out.write(result.body);
+    return 0;
+  } catch (e) {
+    if (e instanceof RequestError) {
+      for (const p of e.problems) err.write(`${p.path ? `${p.path}: ` : ''}${p.message}\n`);
+      return 2;
+    }
+    if (e instanceof UsageError || (e as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
+      err.write(`${(e as Error).message}\n${USAGE}\n`);
+      return 2;
+    }
+    err.write(`internal error: ${(e as Error).message}\n`);
+    return 1;
+  }
+}
+
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  process.exitCode = main(process.argv.slice(2));
+}

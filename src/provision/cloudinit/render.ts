@@ -1,0 +1,153 @@
+/**
+ * The cloud-config renderer (DESIGN §3): a ProvisioningPlan in, a `#cloud-config`
+ * document out. It knows cloud-init and nothing about kubeadm. Pure and deterministic:
+ * objects are built in a fixed key order and serialized by {@link dumpYaml}.
+ *
+ * Layout follows Cluster API's kubeadm bootstrap provider (CABPK) so existing nodes
+ * see the same files: kubeadm configuration under `/run/kubeadm/`, the
+ * `/run/cluster-api/placeholder` file, certificates first in `write_files`.
+ */
+import type { PlanDisk, PlanFile, PlanUser, ProvisioningPlan } from '../plan/types.js';
+import { dumpYaml } from '../../yaml/dump.js';
+import { shellCommand } from '../shell.js';
+
+/** The media type of a cloud-config document (cloud-init user data). */
+export const CLOUD_CONFIG_MEDIA_TYPE = 'text/cloud-config';
+
+/** Where cloud-config nodes get their kubeadm configuration (CABPK's path). */
+export const CLOUD_CONFIG_KUBEADM_DIR = '/run/kubeadm';
+
+/**
+ * CABPK's placeholder, which makes cloud-init create `/run/cluster-api` before runcmd
+ * writes the sentinel there (CABPK `cloudinit.go`).
+ */
+const PLACEHOLDER = {
+  path: '/run/cluster-api/placeholder',
+  content: 'This placeholder file is used to create the /run/cluster-api sub directory in a way that is compatible with both Linux and Windows (mkdir -p /run/cluster-api does not work with Windows)',
+};
+
+/** Octal permissions as cloud-init reads them: a string `'0640'` (quoted by the serializer). */
+export function octal(mode: number): string {
+  return `0${mode.toString(8).padStart(3, '0')}`;
+}
+
+/**
+ * True when the bytes can travel as a YAML string and come back identical through
+ * PyYAML: valid UTF-8 without C0/C1 controls other than tab and line feed, and without
+ * the characters YAML 1.1 treats as line breaks or a byte-order mark (CR, NEL, U+2028,
+ * U+2029, U+FEFF).
+ */
+function isPlainText(bytes: Uint8Array): string | undefined {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
+  return /[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]/.test(text) ? undefined : text;
+}
+
+/**
+ * One `write_files` entry. Text stays readable; other bytes go as `encoding: b64`; a gzip
+ * stream the request supplied is passed through as `gz+b64` (no recompression).
+ */
+function writeFile(file: PlanFile): Record<string, unknown> {
+  const entry: Record<string, unknown> = { path: file.path, owner: `${file.owner.user}:${file.owner.group}`, permissions: octal(file.mode) };
+  const text = file.gzip ? undefined : isPlainText(file.contents);
+  if (file.gzip) {
+    entry.encoding = 'gz+b64';
+    entry.content = Buffer.from(file.gzip).toString('base64');
+  } else if (text === undefined) {
+    entry.encoding = 'b64';
+    entry.content = Buffer.from(file.contents).toString('base64');
+  } else {
+    entry.content = text;
+  }
+  if (file.append) entry.append = true;
+  if (file.deferred) entry.defer = true;
+  return entry;
+}
+
+/**
+ * One `users` entry in cloud-init's names. CAPI's boolean `inactive` has no cloud-init
+ * boolean: an inactive user gets `expiredate: '1970-01-02'` (an expired account, what
+ * `useradd --expiredate` does), since cloud-init's `inactive` takes a number of days.
+ */
+function user(u: PlanUser): Record<string, unknown> {
+  const entry: Record<string, unknown> = { name: u.name };
+  if (u.gecos !== undefined) entry.gecos = u.gecos;
+  if (u.groups.length > 0) entry.groups = u.groups.join(', ');
+  if (u.homeDir !== undefined) entry.homedir = u.homeDir;
+  if (u.inactive) entry.expiredate = '1970-01-02';
+  if (u.shell !== undefined) entry.shell = u.shell;
+  if (u.passwd !== undefined) entry.passwd = u.passwd;
+  if (u.primaryGroup !== undefined) entry.primary_group = u.primaryGroup;
+  if (u.lockPassword !== undefined) entry.lock_passwd = u.lockPassword;
+  if (u.sudo !== undefined) entry.sudo = u.sudo;
+  if (u.sshAuthorizedKeys.length > 0) entry.ssh_authorized_keys = u.sshAuthorizedKeys;
+  return entry;
+}
+
+/** `disk_setup` for one disk: `layout` true/false or a list of `[percentage, type]`. */
+function diskSetup(d: PlanDisk): Record<string, unknown> {
+  const entry: Record<string, unknown> = {};
+  if (d.tableTypeGiven) entry.table_type = d.tableType;
+  entry.layout = Array.isArray(d.layout) ? d.layout.map((p) => (p.partitionType ? [p.percentage, p.partitionType] : p.percentage)) : d.layout;
+  if (d.overwrite !== undefined) entry.overwrite = d.overwrite;
+  return entry;
+}
+
+/**
+ * Render a plan as cloud-config.
+ *
+ * - `write_files`: PKI, the request's files, the kubeadm configuration at
+ *   `/run/kubeadm/<name>` (0640) and the `/run/cluster-api` placeholder; files owned by
+ *   anyone but root carry `defer: true` (cloud-init writes them in the final stage, after
+ *   users exist).
+ * - `runcmd`: pre commands, then `kubeadm … --config <file> && echo success > <sentinel>`
+ *   (runcmd items do not stop on failure, so the sentinel is chained with `&&`), then
+ *   post commands. `bootcmd` holds the every-boot commands.
+ * - `users`, `ntp`, `disk_setup`, `fs_setup`, `mounts` in cloud-init's names; an explicit
+ *   `false` stays `false`, an absent field is omitted.
+ *
+ * @returns the document: first line `#cloud-config`, ending in a newline.
+ */
+export function renderCloudConfig(plan: ProvisioningPlan): string {
+  const main = plan.commands.main;
+  const configPath = `${CLOUD_CONFIG_KUBEADM_DIR}/${main.configFile.name}`;
+  const doc: Record<string, unknown> = {};
+  if (plan.commands.boot.length > 0) doc.bootcmd = plan.commands.boot;
+  if (plan.disks.length > 0) doc.disk_setup = Object.fromEntries(plan.disks.map((d) => [d.device, diskSetup(d)]));
+  if (plan.filesystems.length > 0) {
+    doc.fs_setup = plan.filesystems.map((f) => {
+      const entry: Record<string, unknown> = {};
+      if (f.label !== undefined) entry.label = f.label;
+      entry.filesystem = f.filesystem;
+      entry.device = f.device;
+      if (f.partition !== undefined) entry.partition = f.partition;
+      if (f.overwrite !== undefined) entry.overwrite = f.overwrite;
+      if (f.replaceFS !== undefined) entry.replace_fs = f.replaceFS;
+      if (f.extraOpts.length > 0) entry.extra_opts = f.extraOpts;
+      return entry;
+    });
+  }
+  if (plan.mounts.length > 0) {
+    doc.mounts = plan.mounts.map((m) => [m.device, m.mountPoint, m.fsType, m.options, m.dump, m.pass].filter((v) => v !== undefined));
+  }
+  if (plan.ntp) {
+    const ntp: Record<string, unknown> = {};
+    if (plan.ntp.enabled !== undefined) ntp.enabled = plan.ntp.enabled;
+    if (plan.ntp.servers.length > 0) ntp.servers = plan.ntp.servers;
+    doc.ntp = ntp;
+  }
+  if (plan.users.length > 0) doc.users = plan.users.map(user);
+  doc.write_files = [
+    ...plan.files.map(writeFile),
+    { path: configPath, owner: 'root:root', permissions: '0640', content: main.configFile.contents },
+    { path: PLACEHOLDER.path, owner: 'root:root', permissions: '0640', content: PLACEHOLDER.content },
+  ];
+  const [program, action, ...flags] = main.argv;
+  const kubeadm = shellCommand([program!, action!, '--config', configPath, ...flags]);
+  doc.runcmd = [...plan.commands.pre, `${kubeadm} && echo success > ${plan.successSentinel}`, ...plan.commands.post];
+  return `#cloud-config\n${dumpYaml(doc)}`;
+}

@@ -1,0 +1,174 @@
+/**
+ * Assembling the ProvisioningPlan from a request and the kubeadm builder's output: the
+ * one place where bootstrap (kubeadm) meets provisioning (files, users, disks, commands).
+ */
+import { gunzipSync } from 'node:zlib';
+import type { KubeadmBootstrap } from '../../bootstrap/kubeadm/build.js';
+import { RequestError } from '../../errors.js';
+import type { FileInput, NodeBootstrap } from '../../request/schema.js';
+import { type Owner, type PlanDisk, type PlanFile, type ProvisioningPlan, SUCCESS_SENTINEL } from './types.js';
+
+/** cloud-init's default file mode for `write_files` (0644). */
+const DEFAULT_FILE_MODE = 0o644;
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * Decode base64 strictly: whitespace (line breaks) is ignored, anything else outside
+ * the RFC 4648 §4 alphabet or a wrong length is refused.
+ */
+function decodeBase64(text: string, path: string): Buffer {
+  const compact = text.replace(/\s+/g, '');
+  if (!BASE64.test(compact) || compact.length % 4 === 1) throw new RequestError([{ path, message: 'is not valid base64' }]);
+  return Buffer.from(compact, 'base64');
+}
+
+function gunzip(gz: Uint8Array, path: string): Buffer {
+  try {
+    return gunzipSync(gz);
+  } catch {
+    throw new RequestError([{ path, message: 'is not a valid gzip stream' }]);
+  }
+}
+
+/**
+ * Turn a request file's `content` + `encoding` into bytes (Cluster API `Encoding`):
+ * none → the UTF-8 text; `base64` → decoded; `gzip+base64` → base64-decoded then
+ * gunzipped; `gzip` → a gzip stream given as YAML `!!binary` or as a string of byte
+ * values 0–255 (latin1), gunzipped.
+ *
+ * @throws RequestError naming `content` when it does not decode.
+ */
+function decodeContent(file: FileInput, path: string): { contents: Uint8Array; gzip?: Uint8Array } {
+  const content = file.content;
+  switch (file.encoding) {
+    case undefined:
+      return { contents: Buffer.from(content as string, 'utf8') };
+    case 'base64':
+      return { contents: decodeBase64(content as string, path) };
+    case 'gzip+base64': {
+      const gz = decodeBase64(content as string, path);
+      return { contents: gunzip(gz, path), gzip: gz };
+    }
+    case 'gzip': {
+      if (typeof content === 'string' && /[^\x00-\xff]/.test(content)) {
+        throw new RequestError([{ path, message: 'with encoding gzip must be binary (YAML !!binary) or bytes 0-255; use gzip+base64 for text' }]);
+      }
+      const gz = typeof content === 'string' ? Buffer.from(content, 'latin1') : content;
+      return { contents: gunzip(gz, path), gzip: gz };
+    }
+  }
+}
+
+/** `user` or `user:group`; a lone user keeps the root group, as chown would. */
+function parseOwner(owner: string | undefined): Owner {
+  if (!owner) return { user: 'root', group: 'root' };
+  const [user, group] = owner.split(':');
+  return { user: user!, group: group ?? 'root' };
+}
+
+function planFiles(req: NodeBootstrap, kubeadm: KubeadmBootstrap): PlanFile[] {
+  const pki: PlanFile[] = kubeadm.pki.map((f) => ({
+    path: f.path,
+    contents: Buffer.from(f.contents, 'utf8'),
+    mode: f.mode,
+    owner: { user: 'root', group: 'root' },
+    append: false,
+    sourceEncoding: 'plain',
+    deferred: false,
+    secret: f.secret,
+  }));
+  const given: PlanFile[] = (req.spec.provisioning?.files ?? []).map((f, i) => {
+    const origin = `spec.provisioning.files[${i}]`;
+    const owner = parseOwner(f.owner);
+    return {
+      origin,
+      path: f.path,
+      ...decodeContent(f, `${origin}.content`),
+      mode: f.permissions ? parseInt(f.permissions, 8) : DEFAULT_FILE_MODE,
+      owner,
+      append: f.append ?? false,
+      sourceEncoding: f.encoding ?? 'plain',
+      deferred: owner.user !== 'root' || owner.group !== 'root',
+      secret: false,
+    };
+  });
+  return [...pki, ...given];
+}
+
+function planDisks(req: NodeBootstrap): PlanDisk[] {
+  return (req.spec.provisioning?.diskSetup?.partitions ?? []).map((p, i) => ({
+    origin: `spec.provisioning.diskSetup.partitions[${i}]`,
+    device: p.device,
+    tableType: p.tableType ?? 'gpt',
+    tableTypeGiven: p.tableType !== undefined,
+    layout: p.diskLayout
+      ? p.diskLayout.map((d, n) => ({ number: n + 1, percentage: d.percentage, ...(d.partitionType ? { partitionType: d.partitionType } : {}) }))
+      : (p.layout ?? false),
+    ...(p.overwrite !== undefined ? { overwrite: p.overwrite } : {}),
+  }));
+}
+
+/**
+ * Build the plan: PKI and request files (decoded to bytes, modes as numbers, owners
+ * split, non-root owners deferred until users exist), users (groups split on commas),
+ * ntp, disks, filesystems, mounts, and the command phases with kubeadm as the main
+ * command and Cluster API's success sentinel.
+ *
+ * @throws RequestError naming the field for contents that do not decode.
+ */
+export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap): ProvisioningPlan {
+  const prov = req.spec.provisioning ?? {};
+  return {
+    nodeName: req.metadata.name,
+    files: planFiles(req, kubeadm),
+    directories: [],
+    users: (prov.users ?? []).map((u, i) => ({
+      origin: `spec.provisioning.users[${i}]`,
+      name: u.name,
+      ...(u.gecos !== undefined ? { gecos: u.gecos } : {}),
+      groups: (u.groups ?? '').split(',').map((g) => g.trim()).filter(Boolean),
+      ...(u.homeDir !== undefined ? { homeDir: u.homeDir } : {}),
+      ...(u.inactive !== undefined ? { inactive: u.inactive } : {}),
+      ...(u.shell !== undefined ? { shell: u.shell } : {}),
+      ...(u.passwd !== undefined ? { passwd: u.passwd } : {}),
+      ...(u.primaryGroup !== undefined ? { primaryGroup: u.primaryGroup } : {}),
+      ...(u.lockPassword !== undefined ? { lockPassword: u.lockPassword } : {}),
+      ...(u.sudo !== undefined ? { sudo: u.sudo } : {}),
+      sshAuthorizedKeys: u.sshAuthorizedKeys ?? [],
+    })),
+    ...(prov.ntp ? { ntp: { ...(prov.ntp.enabled !== undefined ? { enabled: prov.ntp.enabled } : {}), servers: prov.ntp.servers ?? [] } } : {}),
+    disks: planDisks(req),
+    filesystems: (prov.diskSetup?.filesystems ?? []).map((f, i) => ({
+      origin: `spec.provisioning.diskSetup.filesystems[${i}]`,
+      device: f.device,
+      filesystem: f.filesystem,
+      ...(f.label !== undefined ? { label: f.label } : {}),
+      ...(f.partition !== undefined ? { partition: f.partition } : {}),
+      ...(f.overwrite !== undefined ? { overwrite: f.overwrite } : {}),
+      ...(f.replaceFS !== undefined ? { replaceFS: f.replaceFS } : {}),
+      extraOpts: f.extraOpts ?? [],
+    })),
+    mounts: (prov.mounts ?? []).map((m, i) => {
+      const [device, mountPoint, fsType, options, dump, pass] = m;
+      return {
+        origin: `spec.provisioning.mounts[${i}]`,
+        device: device!,
+        mountPoint: mountPoint!,
+        ...(fsType !== undefined ? { fsType } : {}),
+        ...(options !== undefined ? { options } : {}),
+        ...(dump !== undefined ? { dump } : {}),
+        ...(pass !== undefined ? { pass } : {}),
+      };
+    }),
+    units: [],
+    commands: {
+      boot: prov.bootCommands ?? [],
+      pre: prov.preKubeadmCommands ?? [],
+      main: { argv: kubeadm.argv, configFile: { name: kubeadm.fileName, contents: kubeadm.yaml } },
+      post: prov.postKubeadmCommands ?? [],
+    },
+    successSentinel: SUCCESS_SENTINEL,
+    warnings: [...kubeadm.warnings],
+  };
+}

@@ -1,0 +1,145 @@
+/**
+ * Cross-field and role checks on a schema-valid NodeBootstrap: what a single field's
+ * schema cannot see. Each problem names the field; none quotes a secret.
+ */
+import { createHash, createPrivateKey, createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
+import type { FieldProblem } from '../errors.js';
+import type { NodeBootstrap } from './schema.js';
+
+/** Paths bootwright writes itself; a request file may not take them. */
+export const GENERATED_PATH_PREFIXES = ['/etc/kubernetes/pki/', '/run/kubeadm/', '/etc/kubeadm/', '/run/cluster-api/'];
+
+type KeyPair = { cert: string; key: string };
+
+/**
+ * Check a certificate/key pair: both parse, the certificate is a CA, the key matches it.
+ * Follows kubeadm's expectations for the shared cluster CAs (kubeadm `certs` phase).
+ */
+function checkCAPair(path: string, pair: KeyPair, problems: FieldProblem[]): X509Certificate | undefined {
+  let cert: X509Certificate;
+  let key: KeyObject;
+  try {
+    cert = new X509Certificate(pair.cert);
+  } catch {
+    problems.push({ path: `${path}.cert`, message: 'is not a valid X.509 certificate' });
+    return undefined;
+  }
+  try {
+    key = createPrivateKey(pair.key);
+  } catch {
+    problems.push({ path: `${path}.key`, message: 'is not a valid private key' });
+    return cert;
+  }
+  if (!cert.ca) problems.push({ path: `${path}.cert`, message: 'is not a CA certificate (basicConstraints CA:TRUE is missing)' });
+  if (!cert.checkPrivateKey(key)) problems.push({ path: `${path}.key`, message: `does not match ${path}.cert` });
+  return cert;
+}
+
+/** Check the service-account pair: `cert` is the public key of `key`. */
+function checkServiceAccount(path: string, pair: KeyPair, problems: FieldProblem[]): void {
+  let pub: KeyObject;
+  let priv: KeyObject;
+  try {
+    pub = createPublicKey(pair.cert);
+  } catch {
+    problems.push({ path: `${path}.cert`, message: 'is not a valid public key' });
+    return;
+  }
+  try {
+    priv = createPrivateKey(pair.key);
+  } catch {
+    problems.push({ path: `${path}.key`, message: 'is not a valid private key' });
+    return;
+  }
+  const der = (k: KeyObject) => k.export({ type: 'spki', format: 'der' });
+  if (!der(pub).equals(der(createPublicKey(priv)))) problems.push({ path: `${path}.key`, message: `does not match ${path}.cert` });
+}
+
+/**
+ * kubeadm's CA pin: `sha256:` + hex SHA-256 of the DER SubjectPublicKeyInfo
+ * (kubeadm `pubkeypin.Hash`).
+ */
+export function caCertHash(cert: X509Certificate): string {
+  const spki = cert.publicKey.export({ type: 'spki', format: 'der' });
+  return `sha256:${createHash('sha256').update(spki).digest('hex')}`;
+}
+
+/**
+ * Everything a join or init needs that the schema cannot express, plus consistency:
+ * - worker: `controlPlaneEndpoint`, `bootstrapToken`, `caCertHashes`;
+ * - control-plane: the same, and `certificateKey` or all four of `certificates`
+ *   (ca, etcdCA, frontProxyCA, serviceAccount), since kubeadm needs the shared keys;
+ * - certificates parse, are CAs and match their keys; `caCertHashes` (when given with
+ *   `certificates.ca`) include the CA's pin;
+ * - file paths unique and not among the paths bootwright writes; user names unique;
+ *   a disk layout given once (`layout` or `diskLayout`) and adding up to at most 100%.
+ *
+ * @returns the problems found ([] when the request is consistent).
+ */
+export function checkRequest(req: NodeBootstrap): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  const { role, cluster } = req.spec;
+  const need = (field: keyof typeof cluster, why: string) => {
+    if (cluster[field] === undefined) problems.push({ path: `spec.cluster.${field}`, message: `required: ${why}` });
+  };
+  if (role !== 'init') {
+    const what = role === 'worker' ? 'a worker' : 'a control-plane node';
+    need('controlPlaneEndpoint', `${what} joins through the control-plane endpoint`);
+    need('bootstrapToken', `${what} joins with a bootstrap token`);
+    need('caCertHashes', `${what} pins the cluster CA with caCertHashes`);
+  }
+  const certs = cluster.certificates;
+  if (role === 'control-plane' && cluster.certificateKey === undefined) {
+    const missing = (['ca', 'etcdCA', 'frontProxyCA', 'serviceAccount'] as const).filter((k) => certs?.[k] === undefined);
+    if (missing.length > 0) {
+      problems.push({
+        path: 'spec.cluster.certificateKey',
+        message: `required for a control-plane join unless spec.cluster.certificates carries ca, etcdCA, frontProxyCA and serviceAccount (missing: ${missing.join(', ')})`,
+      });
+    }
+  }
+  if (certs) {
+    const ca = certs.ca ? checkCAPair('spec.cluster.certificates.ca', certs.ca, problems) : undefined;
+    if (certs.etcdCA) checkCAPair('spec.cluster.certificates.etcdCA', certs.etcdCA, problems);
+    if (certs.frontProxyCA) checkCAPair('spec.cluster.certificates.frontProxyCA', certs.frontProxyCA, problems);
+    if (certs.serviceAccount) checkServiceAccount('spec.cluster.certificates.serviceAccount', certs.serviceAccount, problems);
+    if (ca && cluster.caCertHashes) {
+      const pin = caCertHash(ca);
+      if (!cluster.caCertHashes.some((h) => h.toLowerCase() === pin)) {
+        problems.push({ path: 'spec.cluster.caCertHashes', message: 'none matches the public key of spec.cluster.certificates.ca.cert' });
+      }
+    }
+  }
+  checkProvisioning(req, problems);
+  return problems;
+}
+
+function checkProvisioning(req: NodeBootstrap, problems: FieldProblem[]): void {
+  const prov = req.spec.provisioning;
+  if (!prov) return;
+  const seen = new Map<string, number>();
+  prov.files?.forEach((f, i) => {
+    const path = `spec.provisioning.files[${i}].path`;
+    const first = seen.get(f.path);
+    if (first !== undefined) problems.push({ path, message: `duplicates spec.provisioning.files[${first}].path` });
+    else seen.set(f.path, i);
+    if (GENERATED_PATH_PREFIXES.some((p) => f.path.startsWith(p))) {
+      problems.push({ path, message: `is under a directory bootwright writes (${GENERATED_PATH_PREFIXES.join(', ')}); use spec.kubeadm or spec.cluster.certificates instead` });
+    }
+    if (f.content instanceof Uint8Array && f.encoding !== 'gzip') {
+      problems.push({ path: `spec.provisioning.files[${i}].content`, message: 'binary (!!binary) content needs encoding: gzip' });
+    }
+  });
+  const users = new Map<string, number>();
+  prov.users?.forEach((u, i) => {
+    const first = users.get(u.name);
+    if (first !== undefined) problems.push({ path: `spec.provisioning.users[${i}].name`, message: `duplicates spec.provisioning.users[${first}].name` });
+    else users.set(u.name, i);
+  });
+  prov.diskSetup?.partitions?.forEach((p, i) => {
+    const path = `spec.provisioning.diskSetup.partitions[${i}]`;
+    if (p.layout !== undefined && p.diskLayout !== undefined) problems.push({ path: `${path}.diskLayout`, message: 'give either layout or diskLayout, not both' });
+    const total = (p.diskLayout ?? []).reduce((s, d) => s + d.percentage, 0);
+    if (total > 100) problems.push({ path: `${path}.diskLayout`, message: `percentages add up to ${total}, more than 100` });
+  });
+}

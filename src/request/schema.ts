@@ -1,0 +1,238 @@
+/**
+ * The NodeBootstrap request (DESIGN §2, contract), as zod schemas.
+ *
+ * Field names are the field's own: Cluster API's KubeadmConfigSpec for provisioning,
+ * kubeadm's for the kubeadm overrides. Every object is strict: an unknown field is an
+ * error naming its path. Messages never echo a secret's value.
+ */
+import { posix } from 'node:path';
+import { z } from 'zod';
+
+/** A DNS-1123 label (RFC 1123): lower-case alphanumerics and `-`, at most 63 characters. */
+const dns1123Label = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a DNS-1123 label: lower-case letters, digits and "-", 1 to 63 characters, starting and ending with a letter or digit');
+
+/** A DNS-1123 subdomain: dot-separated labels, at most 253 characters. */
+const dns1123Subdomain = z
+  .string()
+  .max(253)
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, 'must be a DNS-1123 subdomain (lower-case letters, digits, "-" and ".")');
+
+/** Kubernetes version: semver with an optional leading `v` (`v1.33.2`, `1.31.0-rc.1`). */
+export const kubernetesVersion = z
+  .string()
+  .regex(/^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$/, 'must be a semantic version such as v1.33.2');
+
+/** `host:port` or `host` (IPv6 in brackets), as kubeadm's controlPlaneEndpoint. */
+const endpoint = z
+  .string()
+  .regex(
+    /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?)(:\d{1,5})?$/,
+    'must be host or host:port (IPv6 addresses in brackets)',
+  )
+  .refine((v) => {
+    const m = /:(\d+)$/.exec(v.startsWith('[') ? v.slice(v.indexOf(']')) : v);
+    return !m || (Number(m[1]) >= 1 && Number(m[1]) <= 65535);
+  }, 'port must be 1 to 65535');
+
+/** One CIDR or a comma-separated dual-stack pair, as kubeadm's networking subnets. */
+const cidrList = z.string().refine(
+  (v) =>
+    v.split(',').every((c) => {
+      const m = /^(.+)\/(\d{1,3})$/.exec(c.trim());
+      if (!m) return false;
+      const bits = Number(m[2]);
+      const isV4 = /^\d{1,3}(\.\d{1,3}){3}$/.test(m[1]!) && m[1]!.split('.').every((o) => Number(o) <= 255);
+      const isV6 = /^[0-9A-Fa-f:]+$/.test(m[1]!) && m[1]!.includes(':');
+      return (isV4 && bits <= 32) || (isV6 && bits <= 128);
+    }),
+  'must be a CIDR such as 10.96.0.0/12, or two comma-separated (dual-stack)',
+);
+
+/** kubeadm bootstrap token `[a-z0-9]{6}.[a-z0-9]{16}`. Secret: the message never echoes it. */
+export const bootstrapToken = z.string().regex(/^[a-z0-9]{6}\.[a-z0-9]{16}$/, 'must match [a-z0-9]{6}.[a-z0-9]{16}');
+
+/** A CA public key pin `sha256:<64 hex>` (kubeadm `discovery.bootstrapToken.caCertHashes`). */
+const caCertHash = z.string().regex(/^sha256:[0-9a-fA-F]{64}$/, 'must be sha256: followed by 64 hex digits');
+
+/** kubeadm `certificateKey`: 32 bytes as 64 hex digits (AES-256 key for the kubeadm-certs Secret). */
+const certificateKey = z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits');
+
+const pemBlock = (label: RegExp, what: string) =>
+  z
+    .string()
+    .refine(
+      (v) => new RegExp(`^\\s*-----BEGIN (${label.source})-----\\r?\\n[A-Za-z0-9+/=\\r\\n]+-----END \\1-----\\s*$`).test(v),
+      `must be one PEM ${what} block`,
+    );
+
+const certPem = pemBlock(/CERTIFICATE/, 'CERTIFICATE');
+const privateKeyPem = pemBlock(/(?:RSA |EC )?PRIVATE KEY/, 'PRIVATE KEY');
+const publicKeyPem = pemBlock(/(?:RSA )?PUBLIC KEY/, 'PUBLIC KEY');
+
+const keyPair = z.strictObject({ cert: certPem, key: privateKeyPem });
+
+/** The cluster-wide certificate authorities and the service-account key pair. */
+const certificates = z.strictObject({
+  ca: keyPair.optional(),
+  etcdCA: keyPair.optional(),
+  frontProxyCA: keyPair.optional(),
+  serviceAccount: z.strictObject({ cert: publicKeyPem, key: privateKeyPem }).optional(),
+});
+
+export const clusterSchema = z.strictObject({
+  name: dns1123Subdomain,
+  controlPlaneEndpoint: endpoint.optional(),
+  network: z
+    .strictObject({
+      podSubnet: cidrList.optional(),
+      serviceSubnet: cidrList.optional(),
+      dnsDomain: dns1123Subdomain.optional(),
+    })
+    .optional(),
+  bootstrapToken: bootstrapToken.optional(),
+  caCertHashes: z.array(caCertHash).min(1).optional(),
+  certificateKey: certificateKey.optional(),
+  certificates: certificates.optional(),
+});
+
+/** Absolute, normalised POSIX path: no `..`, no `.`, no `//`, no trailing `/`. */
+export const absolutePath = z
+  .string()
+  .min(2, 'must be an absolute file path')
+  .refine((p) => p.startsWith('/'), 'must be absolute (start with /)')
+  .refine((p) => !p.split('/').includes('..'), 'must not contain ".."')
+  .refine((p) => posix.normalize(p) === p && !p.endsWith('/'), 'must be normalised (no "//", "/./" or trailing "/")')
+  .refine((p) => !p.includes('\0'), 'must not contain NUL');
+
+/** Octal permission string `"0640"`/`"640"`, at most 07777. */
+const permissions = z.string().regex(/^0?[0-7]{3,4}$/, 'must be an octal string such as "0640"').refine((p) => parseInt(p, 8) <= 0o7777, 'must be at most 07777');
+
+/** `user` or `user:group` (POSIX-ish account names). */
+const owner = z.string().regex(/^[A-Za-z_][A-Za-z0-9_.-]*\$?(:[A-Za-z_][A-Za-z0-9_.-]*\$?)?$/, 'must be user or user:group');
+
+/**
+ * Shell commands. A plain YAML item containing `: ` is read as a mapping, not a string
+ * (`- echo "done: $(date)"`): say so, rather than a bare type error.
+ */
+const command = z.string({
+  error: (issue) =>
+    issue.input !== null && typeof issue.input === 'object' && !Array.isArray(issue.input)
+      ? 'must be a string, but YAML read this item as a mapping because it contains ": " outside quotes; quote the whole command'
+      : 'must be a string',
+});
+const commandList = z.array(command);
+
+/** A file to write (Cluster API `files[]`). */
+export const fileSchema = z.strictObject({
+  path: absolutePath,
+  content: z.union([z.string(), z.instanceof(Uint8Array)]).default(''),
+  encoding: z.enum(['base64', 'gzip', 'gzip+base64']).optional(),
+  owner: owner.optional(),
+  permissions: permissions.optional(),
+  append: z.boolean().optional(),
+});
+
+/** A user (Cluster API `users[]`, cloud-init `users`). */
+export const userSchema = z.strictObject({
+  name: z.string().regex(/^[a-z_][a-z0-9_-]*\$?$/, 'must be a POSIX user name (lower-case letters, digits, "_" and "-")').max(32),
+  gecos: z.string().optional(),
+  groups: z.string().optional(),
+  homeDir: absolutePath.optional(),
+  inactive: z.boolean().optional(),
+  shell: absolutePath.optional(),
+  passwd: z.string().min(1).optional(),
+  primaryGroup: z.string().optional(),
+  lockPassword: z.boolean().optional(),
+  sudo: z.string().optional(),
+  sshAuthorizedKeys: z.array(z.string()).optional(),
+});
+
+const devicePath = z.string().regex(/^\/dev\/\S+$/, 'must be a device path such as /dev/sdb');
+
+const partitionType = z
+  .string()
+  .regex(/^([0-9a-fA-F]{1,2}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$/, 'must be an MBR type code such as 83 or a GPT type GUID');
+
+/** Cluster API `diskSetup.partitions[]` (v1beta1 `layout`; v1beta2 `diskLayout`). */
+export const partitionSchema = z.strictObject({
+  device: devicePath,
+  layout: z.boolean().optional(),
+  diskLayout: z.array(z.strictObject({ percentage: z.int().min(1).max(100), partitionType: partitionType.optional() })).min(1).optional(),
+  overwrite: z.boolean().optional(),
+  tableType: z.enum(['gpt', 'mbr']).optional(),
+});
+
+/** Cluster API `diskSetup.filesystems[]` (cloud-init `fs_setup`). */
+export const filesystemSchema = z.strictObject({
+  device: z.string().min(1),
+  filesystem: z.string().regex(/^[a-z0-9]+$/, 'must be a filesystem type such as ext4 or xfs'),
+  label: z.string().min(1).optional(),
+  partition: z.string().regex(/^(auto|any|none|\d+)$/, 'must be auto, any, none or a partition number').optional(),
+  overwrite: z.boolean().optional(),
+  replaceFS: z.string().optional(),
+  extraOpts: z.array(z.string()).optional(),
+});
+
+export const provisioningSchema = z.strictObject({
+  files: z.array(fileSchema).optional(),
+  bootCommands: commandList.optional(),
+  preKubeadmCommands: commandList.optional(),
+  postKubeadmCommands: commandList.optional(),
+  users: z.array(userSchema).optional(),
+  ntp: z.strictObject({ enabled: z.boolean().optional(), servers: z.array(z.string().min(1)).optional() }).optional(),
+  diskSetup: z
+    .strictObject({ partitions: z.array(partitionSchema).optional(), filesystems: z.array(filesystemSchema).optional() })
+    .optional(),
+  /** fstab-style entries: [device, mountpoint, fstype?, options?, dump?, pass?]. */
+  mounts: z.array(z.array(z.string()).min(2).max(6)).optional(),
+});
+
+export const KUBEADM_API_VERSIONS = ['kubeadm.k8s.io/v1beta3', 'kubeadm.k8s.io/v1beta4'] as const;
+
+const looseObject = z.record(z.string(), z.unknown());
+
+/** kubeadm overrides in kubeadm's own field names; checked per API version by the builder. */
+export const kubeadmSchema = z.strictObject({
+  apiVersion: z.enum(KUBEADM_API_VERSIONS).optional(),
+  clusterConfiguration: looseObject.optional(),
+  initConfiguration: looseObject.optional(),
+  joinConfiguration: looseObject.optional(),
+  verbosity: z.int().min(0).max(10).optional(),
+});
+
+export const OUTPUT_FORMATS = ['cloud-config', 'ignition'] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+
+export const outputSchema = z.strictObject({
+  format: z.enum(OUTPUT_FORMATS).optional(),
+  ignitionVersion: z.string().regex(/^\d+\.\d+\.\d+$/, 'must be a spec version such as 3.4.0').optional(),
+});
+
+export const ROLES = ['init', 'control-plane', 'worker'] as const;
+export type Role = (typeof ROLES)[number];
+
+export const nodeBootstrapSchema = z.strictObject({
+  apiVersion: z.literal('bootwright.dev/v1alpha1'),
+  kind: z.literal('NodeBootstrap'),
+  metadata: z.strictObject({
+    name: dns1123Label,
+    labels: z.record(z.string(), z.string()).optional(),
+    annotations: z.record(z.string(), z.string()).optional(),
+  }),
+  spec: z.strictObject({
+    role: z.enum(ROLES),
+    kubernetesVersion,
+    cluster: clusterSchema,
+    kubeadm: kubeadmSchema.optional(),
+    provisioning: provisioningSchema.optional(),
+    output: outputSchema.optional(),
+  }),
+});
+
+/** A validated NodeBootstrap request. */
+export type NodeBootstrap = z.infer<typeof nodeBootstrapSchema>;
+export type ProvisioningInput = z.infer<typeof provisioningSchema>;
+export type ClusterInput = z.infer<typeof clusterSchema>;
+export type FileInput = z.infer<typeof fileSchema>;

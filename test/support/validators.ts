@@ -1,0 +1,377 @@
+/**
+ * The validators every output test uses (DESIGN §3: "Every output passes the real
+ * validators: `cloud-init schema` and `ignition-validate`, and the JSON schemas in
+ * `../shared/conformance/`").
+ *
+ * Two kinds:
+ * - JSON-schema checks with ajv against the published schemas in the conformance
+ *   directory (synchronous, in-process, cached): {@link validateCloudConfigSchema},
+ *   {@link validateIgnitionSchema}.
+ * - The real tools from Debian, run as child processes on a temp file:
+ *   {@link cloudInitSchema} (`cloud-init schema`, 22.4) and {@link ignitionValidate}
+ *   (`ignition-validate`, 2.14, specs 3.0.0–3.3.0 only: see {@link ignitionValidateKnows}).
+ *
+ * Every function returns a list of problems as strings; `[]` means valid.
+ *
+ * When a tool is not installed: with `CI` set the function throws (CI must check every
+ * output); elsewhere it prints one loud warning per process to stderr and returns `[]`.
+ */
+import { execFile } from 'node:child_process';
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import Ajv04Module from 'ajv-draft-04';
+import type { ErrorObject, ValidateFunction } from 'ajv-draft-04';
+import addFormatsModule from 'ajv-formats';
+import { load, YAML11_SCHEMA } from 'js-yaml';
+
+// ajv and ajv-formats are CommonJS with `exports.default`; under NodeNext the default
+// import is `module.exports`, whose `.default` is the class / plugin itself.
+const Ajv04 = Ajv04Module.default;
+const addFormats = addFormatsModule.default;
+
+/**
+ * The shared conformance data: `../shared/conformance` from the working directory (the
+ * repository root under `npm test`), or `$BOOTWRIGHT_CONFORMANCE_DIR` when set.
+ *
+ * @throws Error at import time when the directory is missing.
+ */
+export const conformanceDir: string = (() => {
+  const dir = process.env.BOOTWRIGHT_CONFORMANCE_DIR
+    ? path.resolve(process.env.BOOTWRIGHT_CONFORMANCE_DIR)
+    : path.resolve(process.cwd(), '../shared/conformance');
+  if (!existsSync(path.join(dir, 'cloud-init')) || !existsSync(path.join(dir, 'ignition'))) {
+    throw new Error(
+      `conformance data not found at ${dir}: run the tests from the repository root with shared/ checked out ` +
+        `beside it (../shared/conformance), or set BOOTWRIGHT_CONFORMANCE_DIR`,
+    );
+  }
+  return dir;
+})();
+
+function readJson(file: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+}
+
+/** One ajv error as `"<instance path> <message>"`, with the offending key or allowed values. */
+function formatAjvError(e: ErrorObject): string {
+  const where = e.instancePath === '' ? '(root)' : e.instancePath;
+  let msg = `${where} ${e.message ?? e.keyword}`;
+  const params = e.params as Record<string, unknown>;
+  if (e.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') {
+    msg += `: ${JSON.stringify(params.additionalProperty)}`;
+  } else if (e.keyword === 'enum' && Array.isArray(params.allowedValues)) {
+    msg += `: ${JSON.stringify(params.allowedValues)}`;
+  }
+  return `${msg} (${e.schemaPath})`;
+}
+
+function ajvProblems(validate: ValidateFunction, value: unknown): string[] {
+  if (validate(value)) return [];
+  return [...new Set((validate.errors ?? []).map(formatAjvError))];
+}
+
+// ---------------------------------------------------------------------------------
+// cloud-config: ajv against cloud-init's published schema
+
+let cloudConfigValidator: ValidateFunction | undefined;
+
+/**
+ * The compiled cloud-config schema. The file declares draft-04 but also uses `$defs`
+ * (reached through `$ref: "#/$defs/..."`, which ajv resolves as a JSON pointer),
+ * `prefixItems` (a 2020-12 keyword that draft-04 ignores, as cloud-init's own
+ * Draft4Validator does), annotation keywords of its own (`deprecated`, `changed`,
+ * `label`, `hidden`...) and `additionalItems` next to a non-array `items`; so ajv runs
+ * with `strict: false`. Formats (`uri`, `hostname`, `date`) come from ajv-formats.
+ */
+function cloudConfigSchemaValidator(): ValidateFunction {
+  if (!cloudConfigValidator) {
+    const schema = readJson(path.join(conformanceDir, 'cloud-init', 'schema-cloud-config-v1.json'));
+    const ajv = new Ajv04({ strict: false, allErrors: true });
+    addFormats(ajv);
+    cloudConfigValidator = ajv.compile(schema);
+  }
+  return cloudConfigValidator;
+}
+
+/**
+ * Check a cloud-config document against cloud-init's JSON schema
+ * (`cloud-init/schema-cloud-config-v1.json`, newer and stricter than Debian's
+ * cloud-init 22.4: unknown top-level keys are errors).
+ *
+ * The text must start with `#cloud-config\n`; it is parsed as YAML 1.1 (js-yaml's
+ * YAML11_SCHEMA, as cloud-init reads it with PyYAML, so `0644` is an integer and `on`
+ * a boolean) and must be a mapping.
+ *
+ * @param text the whole user-data document
+ * @returns problems as `"<instance path> <message> (<schema path>)"`; `[]` when valid
+ */
+export function validateCloudConfigSchema(text: string): string[] {
+  if (!text.startsWith('#cloud-config\n')) {
+    return [`document must start with "#cloud-config\\n" (starts with ${JSON.stringify(text.slice(0, 20))})`];
+  }
+  let doc: unknown;
+  try {
+    doc = load(text, { schema: YAML11_SCHEMA });
+  } catch (e) {
+    // js-yaml throws on an empty document; cloud-init reports that as not a dict.
+    if (text.replace(/^#.*$/gm, '').trim() === '') return ['Cloud-config is not a YAML dict (empty document)'];
+    return [`not valid YAML: ${(e as Error).message}`];
+  }
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
+    return [`Cloud-config is not a YAML dict (got ${Array.isArray(doc) ? 'a sequence' : doc === null ? 'null' : typeof doc})`];
+  }
+  return ajvProblems(cloudConfigSchemaValidator(), doc);
+}
+
+// ---------------------------------------------------------------------------------
+// Ignition: ajv (draft-04) against the spec's published schema
+
+const ignitionValidators = new Map<string, ValidateFunction>();
+
+function ignitionSchemaFile(version: string): string {
+  const m = /^(\d+)\.(\d+)\.0$/.exec(version);
+  const file = m ? `ignition-v${m[1]!}_${m[2]!}.schema.json` : undefined;
+  if (!file || !existsSync(path.join(conformanceDir, 'ignition', file))) {
+    throw new Error(`no Ignition schema for spec version ${JSON.stringify(version)} in ${path.join(conformanceDir, 'ignition')}`);
+  }
+  return path.join(conformanceDir, 'ignition', file);
+}
+
+/**
+ * Check an Ignition config against the JSON schema (draft-04) of spec `version`
+ * (`3.0.0`–`3.6.0` from `ignition-v3_N.schema.json`, `2.3.0` from `ignition-v2_3`).
+ * Also checks that `ignition.version` is `version`. The schemas do not carry all of
+ * Ignition's rules (absolute paths, duplicates, unit suffixes...): use
+ * {@link ignitionValidate} too.
+ *
+ * @param json the config as serialised
+ * @param version the spec version the config claims, e.g. `"3.4.0"`
+ * @returns problems; `[]` when valid
+ * @throws Error when there is no schema for `version`
+ */
+export function validateIgnitionSchema(json: string, version: string): string[] {
+  let validate = ignitionValidators.get(version);
+  if (!validate) {
+    const ajv = new Ajv04({ allErrors: true });
+    addFormats(ajv);
+    validate = ajv.compile(readJson(ignitionSchemaFile(version)));
+    ignitionValidators.set(version, validate);
+  }
+  let config: unknown;
+  try {
+    config = JSON.parse(json);
+  } catch (e) {
+    return [`not valid JSON: ${(e as Error).message}`];
+  }
+  const problems = ajvProblems(validate, config);
+  const claimed = (config as { ignition?: { version?: unknown } } | null)?.ignition?.version;
+  if (claimed !== version) problems.push(`/ignition/version is ${JSON.stringify(claimed)}, expected ${JSON.stringify(version)}`);
+  return problems;
+}
+
+// ---------------------------------------------------------------------------------
+// The real tools
+
+/** The executable `name` on `$PATH` (or in /usr/bin), or undefined. */
+function findExecutable(name: string): string | undefined {
+  const dirs = [...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean), '/usr/bin'];
+  for (const dir of dirs) {
+    const file = path.join(dir, name);
+    try {
+      accessSync(file, constants.X_OK);
+      return file;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+const cloudInitPath = findExecutable('cloud-init');
+const ignitionValidatePath = findExecutable('ignition-validate');
+
+/** Whether `cloud-init` (for `cloud-init schema`) is installed. */
+export const haveCloudInit: boolean = cloudInitPath !== undefined;
+/** Whether `ignition-validate` is installed. */
+export const haveIgnitionValidate: boolean = ignitionValidatePath !== undefined;
+
+const inCI = ((v) => v !== undefined && v !== '' && v !== '0' && v.toLowerCase() !== 'false')(process.env.CI);
+const warned = new Set<string>();
+
+/** A missing tool: throw in CI; elsewhere warn once per process (the caller returns []). */
+function toolMissing(tool: string, what: string): void {
+  if (inCI) {
+    throw new Error(`${tool} is required in CI (install with apt-get install -y cloud-init ignition)`);
+  }
+  if (warned.has(tool)) return;
+  warned.add(tool);
+  process.stderr.write(`\n*** SKIPPED: ${tool} not installed; ${what} are NOT checked by the real validator ***\n\n`);
+}
+
+/** At most this many validator child processes at once (the suite calls these hundreds of times). */
+const maxChildren = Math.max(2, os.availableParallelism());
+let running = 0;
+const queue: (() => void)[] = [];
+
+async function limited<T>(fn: () => Promise<T>): Promise<T> {
+  if (running >= maxChildren) await new Promise<void>((resolve) => queue.push(resolve));
+  running++;
+  try {
+    return await fn();
+  } finally {
+    running--;
+    queue.shift()?.();
+  }
+}
+
+interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Write `content` to `<fresh temp dir>/<name>`, run `file args... <that file>`, remove
+ * the directory. Occurrences of the temp file's path in the output become `<name>`.
+ */
+async function runOnTempFile(file: string, args: string[], name: string, content: string): Promise<RunResult> {
+  return limited(async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), `bootwright-validate-${process.pid}-`));
+    const target = path.join(dir, name);
+    try {
+      await writeFile(target, content);
+      const result = await new Promise<RunResult>((resolve, reject) => {
+        execFile(
+          file,
+          [...args, target],
+          {
+            encoding: 'utf8',
+            timeout: 120_000,
+            maxBuffer: 64 * 1024 * 1024,
+            env: { ...process.env, LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', PYTHONIOENCODING: 'utf-8' },
+          },
+          (error, stdout, stderr) => {
+            if (error && typeof error.code !== 'number') {
+              reject(new Error(`${path.basename(file)} failed to run: ${error.message}`));
+              return;
+            }
+            resolve({ code: error ? Number(error.code) : 0, stdout, stderr });
+          },
+        );
+      });
+      const hide = (s: string) => s.split(target).join(`<${name}>`);
+      return { code: result.code, stdout: hide(result.stdout), stderr: hide(result.stderr) };
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+}
+
+const CC_ERRORS = 'Cloud config schema errors: ';
+const CC_DEPRECATIONS = 'Cloud config schema deprecations: ';
+
+/**
+ * cloud-init joins its problems with ", " (`<path>: <message>, <path>: <message>`);
+ * split where the next part starts with a path and a colon (`runcmd: `,
+ * `write_files.0.permissions: `, `format-l2.c9: `).
+ */
+function splitProblems(list: string): string[] {
+  return list
+    .split(/, (?=[A-Za-z0-9_.-]+: )/)
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/** The deprecations cloud-init printed on stdout (it prints the prefix even when there are none). */
+function deprecationsIn(stdout: string): string[] {
+  const at = stdout.indexOf(CC_DEPRECATIONS);
+  if (at < 0) return [];
+  let rest = stdout.slice(at + CC_DEPRECATIONS.length);
+  const valid = rest.indexOf('\nValid cloud-config:');
+  if (valid >= 0) rest = rest.slice(0, valid);
+  return splitProblems(rest.trim()).map((p) => `deprecated: ${p}`);
+}
+
+/** Options for {@link cloudInitSchema}. */
+export interface CloudInitSchemaOptions {
+  /**
+   * Count cloud-init's deprecation notices as problems. Default false: cloud-init
+   * says "Valid cloud-config" and exits 0 with deprecations, and that counts as valid.
+   */
+  deprecationsAreProblems?: boolean;
+}
+
+/**
+ * Run the real `cloud-init schema --config-file F` (Debian's cloud-init 22.4) on a
+ * cloud-config document. It validates one file per run (~0.25 s of Python start-up);
+ * calls run concurrently, a few child processes at a time.
+ *
+ * Valid means exit status 0 and "Valid cloud-config: F" on stdout. Otherwise its
+ * complaints come from stderr (`Error:` then `Cloud config schema errors: <path>:
+ * <message>, ...` or a message such as `Cloud-config is not a YAML dict.`), one
+ * string per problem, with the temp file's path shown as `<user-data>`.
+ *
+ * @param text the whole user-data document (should start with `#cloud-config`)
+ * @returns cloud-init's complaints; `[]` when it says valid, or when cloud-init is not
+ *   installed outside CI (after one warning)
+ * @throws Error when cloud-init is not installed and `CI` is set, or cannot be run
+ */
+export async function cloudInitSchema(text: string, options: CloudInitSchemaOptions = {}): Promise<string[]> {
+  if (!cloudInitPath) {
+    toolMissing('cloud-init', 'cloud-config outputs');
+    return [];
+  }
+  const { code, stdout, stderr } = await runOnTempFile(cloudInitPath, ['schema', '--config-file'], 'user-data', text);
+  const deprecations = options.deprecationsAreProblems ? deprecationsIn(stdout) : [];
+  if (code === 0 && /^Valid cloud-config: /m.test(stdout)) return deprecations;
+
+  const problems: string[] = [];
+  const message = stderr.replace(/^Error:\s*\n/m, '').trim();
+  for (const block of message.split(/\n\n(?=Cloud config schema )/)) {
+    if (block.startsWith(CC_ERRORS)) problems.push(...splitProblems(block.slice(CC_ERRORS.length)));
+    else if (block.startsWith(CC_DEPRECATIONS)) continue;
+    else if (block.trim()) problems.push(block.trim());
+  }
+  if (problems.length === 0) {
+    problems.push(`cloud-init schema exited ${code} without saying valid: ${(stdout + stderr).trim() || '(no output)'}`);
+  }
+  return [...problems, ...deprecations];
+}
+
+/** The spec versions Debian's ignition-validate 2.14 accepts (it rejects 2.x and 3.4.0+). */
+export const IGNITION_VALIDATE_SPECS: readonly string[] = ['3.0.0', '3.1.0', '3.2.0', '3.3.0'];
+
+/** Whether {@link ignitionValidate} can check a config of this spec version. */
+export function ignitionValidateKnows(version: string): boolean {
+  return IGNITION_VALIDATE_SPECS.includes(version);
+}
+
+/**
+ * Run the real `ignition-validate F` (Debian's Ignition 2.14) on an Ignition config.
+ * It knows specs 3.0.0–3.3.0 only (see {@link ignitionValidateKnows}); other versions
+ * come back as `couldn't parse config: unsupported config version`.
+ *
+ * It prints one line per problem on stdout (`error at $.storage.files.0.path, line 1
+ * col 61: path not absolute`), parse failures on stderr; warnings (`warning at $.foo
+ * ...: Unused key foo`, exit status 0) count as problems too.
+ *
+ * @param json the config as serialised
+ * @returns every line it printed; `[]` when valid, or when ignition-validate is not
+ *   installed outside CI (after one warning)
+ * @throws Error when ignition-validate is not installed and `CI` is set, or cannot be run
+ */
+export async function ignitionValidate(json: string): Promise<string[]> {
+  if (!ignitionValidatePath) {
+    toolMissing('ignition-validate', 'Ignition outputs');
+    return [];
+  }
+  const { code, stdout, stderr } = await runOnTempFile(ignitionValidatePath, [], 'config.ign', json);
+  const problems = `${stdout}\n${stderr}`
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
+  if (code !== 0 && problems.length === 0) problems.push(`ignition-validate exited ${code} with no output`);
+  return problems;
+}
