@@ -3,24 +3,15 @@
 // - Every file: @eslint/js recommended.
 // - TypeScript in src/, test/ and bench/: typescript-eslint's strictTypeChecked and
 //   stylisticTypeChecked, with type information from the TypeScript project service.
-//   src/ is in tsconfig.json. test/ and bench/ are not (tsconfig.json builds src/ into
-//   dist/), so unless a tsconfig.json of their own covers them, they are checked in
-//   typescript-eslint's default project, which takes tsconfig.json's compiler options.
+//   tsconfig.json covers src/, test/ and bench/ (tsconfig.build.json emits src/ only).
 // - Plain JavaScript (this file, scripts): recommended rules, Node globals, no types.
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import js from '@eslint/js';
 import { defineConfig, globalIgnores } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
 const root = dirname(fileURLToPath(import.meta.url));
-
-// Folders of TypeScript that tsconfig.json does not include. Globs for the default
-// project may not contain `**`, so list the depths (deep enough for test/ mirroring src/).
-const looseTsDirs = ['test', 'bench'].filter((dir) => !existsSync(join(root, dir, 'tsconfig.json')));
-const depths = ['*.ts', '*/*.ts', '*/*/*.ts', '*/*/*/*.ts', '*/*/*/*/*.ts'];
-const allowDefaultProject = looseTsDirs.flatMap((dir) => depths.map((d) => `${dir}/${d}`));
 
 const nodeGlobals = {
   process: 'readonly',
@@ -56,12 +47,7 @@ export default defineConfig(
     extends: [tseslint.configs.strictTypeChecked, tseslint.configs.stylisticTypeChecked],
     languageOptions: {
       parserOptions: {
-        projectService: {
-          allowDefaultProject,
-          defaultProject: 'tsconfig.json',
-          // A test suite mirroring src/ has far more than the default cap of 8 files.
-          maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 2000,
-        },
+        projectService: true,
         tsconfigRootDir: root,
       },
     },

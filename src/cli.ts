@@ -4,6 +4,7 @@
  *
  *   bootwright render -f FILE [--format cloud-config|ignition] [--ignition-version X.Y.Z] [-o OUT]
  *   bootwright validate -f FILE
+ *   bootwright serve
  *
  * Exit codes: 0 success; 2 bad input or usage (one line per problem, naming the field;
  * nothing is written to OUT); 1 an unexpected failure.
@@ -12,12 +13,15 @@ import { readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'n
 import { dirname, join, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { serve } from './api/serve.js';
+import { loadConfig } from './config.js';
 import { RequestError } from './errors.js';
 import { renderNodeBootstrap } from './render.js';
 import { parseNodeBootstrap, syntaxForFile } from './request/parse.js';
 import { OUTPUT_FORMATS, type NodeBootstrap, type OutputFormat } from './request/schema.js';
 
 const USAGE = `usage:
+  bootwright serve                      (configured by BOOTWRIGHT_* variables or BOOTWRIGHT_CONFIG)
   bootwright render -f FILE [--format cloud-config|ignition] [--ignition-version X.Y.Z] [-o OUT]
   bootwright validate -f FILE
 FILE may be - for standard input (YAML or JSON).`;
@@ -55,6 +59,20 @@ function writeAtomically(path: string, body: string): void {
  * @returns the exit code.
  */
 export function main(argv: string[], out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): number {
+  if (argv[0] === 'serve') {
+    try {
+      if (argv.length > 1) throw new UsageError(`unexpected argument: ${argv[1]!}`);
+      const config = loadConfig();
+      serve(config).catch((e: unknown) => {
+        err.write(`cannot start: ${(e as Error).message}\n`);
+        process.exit(1);
+      });
+      return 0;
+    } catch (e) {
+      err.write(`${(e as Error).message}\n`);
+      return 2;
+    }
+  }
   try {
     const { values, positionals } = parseArgs({
       args: argv,
@@ -109,5 +127,6 @@ export function main(argv: string[], out: NodeJS.WritableStream = process.stdout
 }
 
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  process.exitCode = main(process.argv.slice(2));
+  const code = main(process.argv.slice(2));
+  if (code !== 0) process.exitCode = code;
 }

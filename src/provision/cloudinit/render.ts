@@ -88,11 +88,26 @@ function user(u: PlanUser): Record<string, unknown> {
   return entry;
 }
 
-/** `disk_setup` for one disk: `layout` true/false or a list of `[percentage, type]`. */
+/**
+ * A partition type as cloud-init's `layout` takes it. MBR tables: the sfdisk type code.
+ * GPT tables: cloud-init hands the type to `sgdisk -t`, which wants its own 4-hex codes,
+ * so MBR codes are translated (`83` → `8300`, `0c`/`07` → `0700`); GUIDs pass through.
+ * All-digit codes are integers, which every cloud-init schema accepts (22.4 takes only
+ * integers); others stay strings.
+ */
+function partitionType(type: string, table: 'gpt' | 'mbr'): number | string {
+  let code = type.toLowerCase();
+  if (table === 'gpt' && /^[0-9a-f]{1,2}$/.test(code)) code = code === '0c' || code === '07' || code === 'c' || code === '7' ? '0700' : `${code.padStart(2, '0')}00`;
+  return /^\d+$/.test(code) && !code.startsWith('0') ? Number(code) : code;
+}
+
+/** `disk_setup` for one disk: `layout` true/false or a list of percentages and `[percentage, type]`. */
 function diskSetup(d: PlanDisk): Record<string, unknown> {
   const entry: Record<string, unknown> = {};
   if (d.tableTypeGiven) entry.table_type = d.tableType;
-  entry.layout = Array.isArray(d.layout) ? d.layout.map((p) => (p.partitionType ? [p.percentage, p.partitionType] : p.percentage)) : d.layout;
+  entry.layout = Array.isArray(d.layout)
+    ? d.layout.map((p) => (p.partitionType ? [p.percentage, partitionType(p.partitionType, d.tableTypeGiven ? d.tableType : 'mbr')] : p.percentage))
+    : d.layout;
   if (d.overwrite !== undefined) entry.overwrite = d.overwrite;
   return entry;
 }

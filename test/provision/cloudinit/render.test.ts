@@ -140,6 +140,10 @@ describe('cloud-config renderer', () => {
     const { doc } = await render(
       worker({ provisioning: { diskSetup: { partitions: [{ device: '/dev/sdc', tableType: 'mbr', diskLayout: [{ percentage: 33, partitionType: '82' }, { percentage: 67 }] }] } } }),
     );
-    assert.deepEqual(doc.disk_setup, { '/dev/sdc': { table_type: 'mbr', layout: [[33, '82'], 67] } });
+    assert.deepEqual(doc.disk_setup, { '/dev/sdc': { table_type: 'mbr', layout: [[33, 82], 67] } });
+    const gpt = await render(
+      worker({ provisioning: { diskSetup: { partitions: [{ device: '/dev/sdc', tableType: 'gpt', diskLayout: [{ percentage: 10, partitionType: '82' }, { percentage: 90, partitionType: '83' }] }] } } }),
+    );
+    assert.deepEqual(gpt.doc.disk_setup, { '/dev/sdc': { table_type: 'gpt', layout: [[10, 8200], [90, 8300]] } });
   });
 });

@@ -1,0 +1,64 @@
+/**
+ * Prometheus metrics (prom-client), one registry per service instance. Labels never
+ * carry secrets: routes are route patterns, not URLs.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { RenderCache } from './cache.js';
+
+/** The service's metrics. */
+export interface Metrics {
+  registry: Registry;
+  /** `http_request_duration_seconds{method, route, status_code}`. */
+  requestDuration: Histogram<'method' | 'route' | 'status_code'>;
+  /** `bootwright_renders_total{format, version}`: renders served (cache hits included). */
+  renders: Counter<'format' | 'version'>;
+}
+
+/**
+ * Create the registry: default process metrics, the request histogram, renders by
+ * format and version, and the render cache's hits, misses and bytes (read at scrape time).
+ */
+export function createMetrics(cache: RenderCache): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const requestDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration in seconds, by route pattern and status',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  const renders = new Counter({
+    name: 'bootwright_renders_total',
+    help: 'Bootstrap data served, by format and Ignition spec version (empty for cloud-config)',
+    labelNames: ['format', 'version'] as const,
+    registers: [registry],
+  });
+  new Counter({
+    name: 'bootwright_render_cache_hits_total',
+    help: 'Render cache hits',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(cache.stats.hits);
+    },
+  });
+  new Counter({
+    name: 'bootwright_render_cache_misses_total',
+    help: 'Render cache misses',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(cache.stats.misses);
+    },
+  });
+  new Gauge({
+    name: 'bootwright_render_cache_bytes',
+    help: 'Bytes of rendered bodies held by the render cache',
+    registers: [registry],
+    collect() {
+      this.set(cache.bytes);
+    },
+  });
+  return { registry, requestDuration, renders };
+}

@@ -1,0 +1,197 @@
+/**
+ * The HTTP service (DESIGN §4): fastify 5 with zod route schemas, OpenAPI, bearer auth,
+ * rate limiting, overload shedding, metrics and RFC 9457 errors. Routes only call the
+ * pipeline; errors are mapped to problems here, in one place.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Writable } from 'node:stream';
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import underPressure from '@fastify/under-pressure';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { createJsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { ZodType } from 'zod';
+import type { Config, Scope } from '../config.js';
+import { RequestError } from '../errors.js';
+import { hasScope, type Principal, TokenTable } from './auth.js';
+import { RenderCache } from './cache.js';
+import { createMetrics, type Metrics } from './metrics.js';
+import { NotAcceptableError, OFFERED_MEDIA_TYPES } from './negotiate.js';
+import { problem, PROBLEM_MEDIA_TYPE, type ProblemKind } from './problems.js';
+import { healthRoutes } from './routes/health.js';
+import { renderRoutes } from './routes/render.js';
+import { registerBodyParsers, REQUEST_SYNTAX_OF } from './body.js';
+import { validateNodeBootstrap } from '../request/parse.js';
+import { nodeBootstrapSchema } from '../request/schema.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Scope a caller needs; routes without one are public. */
+    scope?: Scope;
+  }
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}
+
+/** Everything a route needs from the service. */
+export interface ServiceContext {
+  config: Config;
+  cache: RenderCache;
+  metrics: Metrics;
+}
+
+/** Options for {@link buildServer}. */
+export interface ServerOptions {
+  config: Config;
+  /** Where logs go (default stdout); tests capture them here. */
+  logStream?: Writable;
+}
+
+/** Headers and body paths pino must never print. */
+const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', 'res.headers["set-cookie"]'];
+
+/** Send a problem document. */
+export function sendProblem(reply: FastifyReply, kind: ProblemKind, status: number, detail: string, errors?: RequestError['problems']): FastifyReply {
+  return reply.code(status).type(PROBLEM_MEDIA_TYPE).header('cache-control', 'no-store').send(problem(kind, status, detail, errors));
+}
+
+/** fastify's own error codes for body handling, and what they become. */
+const FASTIFY_ERRORS: Record<string, [ProblemKind, number, string]> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: ['payload-too-large', 413, 'the request body is larger than the limit'],
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: ['unsupported-media-type', 415, `send the request as ${Object.keys(REQUEST_SYNTAX_OF).join(' or ')}`],
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: ['malformed-request', 400, 'Content-Length does not match the body'],
+  FST_ERR_CTP_EMPTY_JSON_BODY: ['malformed-request', 400, 'the request body is empty'],
+  FST_ERR_CTP_EMPTY_TYPE: ['malformed-request', 400, 'the Content-Type header is empty'],
+  FST_ERR_CTP_INVALID_TYPE: ['unsupported-media-type', 415, 'the Content-Type header is not a valid media type'],
+};
+
+/**
+ * Body validation for NodeBootstrap routes: the same validation as the CLI (schema,
+ * cross-field and role checks), so its RequestError (422, errors[] by field) reaches the
+ * error handler unchanged.
+ */
+function validateRequestBody(data: unknown): { value: unknown } | { error: Error } {
+  try {
+    return { value: validateNodeBootstrap(data) };
+  } catch (e) {
+    return { error: e as Error };
+  }
+}
+
+function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (error instanceof RequestError) {
+    return sendProblem(reply, error.status === 400 ? 'malformed-request' : 'invalid-request', error.status, error.status === 400 ? 'the request body could not be read' : 'the request is not valid', error.problems);
+  }
+  if (error instanceof NotAcceptableError) {
+    return sendProblem(reply, 'not-acceptable', 406, `${error.detail}; offered: ${OFFERED_MEDIA_TYPES.join(', ')}`);
+  }
+  const known = error.code ? FASTIFY_ERRORS[error.code] : undefined;
+  if (known) return sendProblem(reply, known[0], known[1], known[2]);
+  if (error.validation) {
+    const where = error.validationContext ?? 'request';
+    return sendProblem(
+      reply,
+      'malformed-request',
+      400,
+      `the ${where} is not valid`,
+      error.validation.map((v) => ({ path: `${where}${v.instancePath.replaceAll('/', '.')}`, message: v.message ?? 'invalid' })),
+    );
+  }
+  if (error.statusCode === 429) return sendProblem(reply, 'too-many-requests', 429, 'rate limit exceeded; retry after the time in Retry-After');
+  if (error.statusCode === 503) return sendProblem(reply, 'overloaded', 503, 'the service is overloaded; retry after the time in Retry-After');
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    return sendProblem(reply, 'malformed-request', error.statusCode, 'the request could not be handled');
+  }
+  request.log.error({ err: { type: error.name, message: error.message, stack: error.stack } }, 'unhandled error');
+  return sendProblem(reply, 'internal', 500, 'internal error; see the service log for the request id');
+}
+
+/**
+ * Build the service (not yet listening).
+ *
+ * @param options.config validated configuration ({@link ../config.ts}); must already
+ *   hold at least one token (see `ensureAdminToken`).
+ */
+export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
+  const { config } = options;
+  const app = Fastify({
+    logger: { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' }, ...(options.logStream ? { stream: options.logStream } : {}) },
+    bodyLimit: config.bodyLimit,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    return503OnClosing: true,
+    forceCloseConnections: false,
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler<ZodType>((route) => (route.schema === nodeBootstrapSchema ? validateRequestBody : validatorCompiler(route)));
+  registerBodyParsers(app);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((request, reply) => sendProblem(reply, 'not-found', 404, `no route for ${request.method} ${request.url.split('?')[0]!}`));
+
+  const cache = new RenderCache(config.renderCacheBytes);
+  const metrics = createMetrics(cache);
+  const tokens = new TokenTable(config.tokens);
+  const context: ServiceContext = { config, cache, metrics };
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    const scope = request.routeOptions.config.scope;
+    if (!scope) return;
+    const principal = tokens.authenticate(request.headers.authorization);
+    if (!principal) {
+      reply.header('www-authenticate', 'Bearer realm="bootwright"');
+      return sendProblem(reply, 'unauthorized', 401, 'a valid bearer token is required (Authorization: Bearer <token>)');
+    }
+    if (!hasScope(principal, scope)) return sendProblem(reply, 'forbidden', 403, `the token lacks the "${scope}" scope`);
+    request.principal = principal;
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.requestDuration.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+  });
+
+  if (config.maxEventLoopDelayMs > 0) {
+    await app.register(underPressure, {
+      maxEventLoopDelay: config.maxEventLoopDelayMs,
+      retryAfter: config.retryAfterSeconds,
+      exposeStatusRoute: false,
+    });
+  }
+  if (config.rateLimitMax > 0) {
+    await app.register(rateLimit, {
+      max: config.rateLimitMax,
+      timeWindow: config.rateLimitWindowSeconds * 1000,
+      keyGenerator: (request) => request.principal?.name ?? request.ip,
+      hook: 'preHandler',
+      errorResponseBuilder: (_request, ctx) => ({ ...problem('too-many-requests', 429, `rate limit of ${ctx.max} requests per ${config.rateLimitWindowSeconds} s exceeded; retry after ${Math.ceil(ctx.ttl / 1000)} s`), statusCode: 429 }),
+    });
+  }
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'bootwright',
+        version: '1.0.0',
+        description: 'Turns a Kubernetes node bootstrap request into cloud-init or Ignition bootstrap data.',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+      },
+      servers: [{ url: 'http://127.0.0.1:8080', description: 'local default' }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      tags: [
+        { name: 'render', description: 'Stateless rendering of bootstrap data' },
+        { name: 'operations', description: 'Health, readiness and metrics' },
+      ],
+    },
+    transform: createJsonSchemaTransform({ skipList: ['/docs', '/docs/*', '/openapi.json'], zodToJsonConfig: { unrepresentable: 'any' } }),
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+
+  await app.register(healthRoutes, context);
+  await app.register(renderRoutes, context);
+  return app;
+}

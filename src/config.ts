@@ -1,0 +1,116 @@
+/**
+ * Service configuration: defaults, overridden by an optional file (`BOOTWRIGHT_CONFIG`,
+ * YAML or JSON), overridden by environment variables. Validated by zod; a bad value is
+ * an error naming the variable or key.
+ */
+import { readFileSync } from 'node:fs';
+import { load } from 'js-yaml';
+import { z } from 'zod';
+import { zodProblems } from './request/parse.js';
+
+export const SCOPES = ['read', 'render', 'write', 'admin'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+const tokenSchema = z
+  .strictObject({
+    name: z.string().min(1),
+    /** The token itself (hashed at load, never kept) … */
+    token: z.string().min(16).optional(),
+    /** … or its hex SHA-256, so the file need not hold the secret. */
+    sha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+    scopes: z.array(z.enum(SCOPES)).min(1),
+  })
+  .refine((t) => (t.token === undefined) !== (t.sha256 === undefined), 'give exactly one of token or sha256');
+
+export const configSchema = z.strictObject({
+  /** Listen address. */
+  host: z.string().default('127.0.0.1'),
+  /** Listen port (0 picks a free one). */
+  port: z.coerce.number().int().min(0).max(65535).default(8080),
+  /** Data directory (generated admin token, later the SQLite store). */
+  dataDir: z.string().default('./data'),
+  /** Largest request body, bytes. */
+  bodyLimit: z.coerce.number().int().min(1024).default(1024 * 1024),
+  /** Render cache bound, bytes of cached bodies. 0 disables the cache. */
+  renderCacheBytes: z.coerce.number().int().min(0).default(64 * 1024 * 1024),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  tokens: z.array(tokenSchema).default([]),
+  /** Requests per `rateLimitWindowSeconds` per token (or client address); 0 turns rate limiting off. */
+  rateLimitMax: z.coerce.number().int().min(0).default(1200),
+  rateLimitWindowSeconds: z.coerce.number().int().min(1).default(60),
+  /** Event-loop delay, milliseconds, above which requests get 503 + Retry-After. 0 turns it off. */
+  maxEventLoopDelayMs: z.coerce.number().int().min(0).default(1000),
+  /** Retry-After on overload, seconds. */
+  retryAfterSeconds: z.coerce.number().int().min(1).default(5),
+});
+
+export type Config = z.infer<typeof configSchema>;
+export type TokenConfig = z.infer<typeof tokenSchema>;
+
+/** Environment variables and the config keys they set. */
+const ENV: Record<string, keyof Config> = {
+  BOOTWRIGHT_HOST: 'host',
+  BOOTWRIGHT_PORT: 'port',
+  BOOTWRIGHT_DATA_DIR: 'dataDir',
+  BOOTWRIGHT_BODY_LIMIT: 'bodyLimit',
+  BOOTWRIGHT_RENDER_CACHE_BYTES: 'renderCacheBytes',
+  BOOTWRIGHT_LOG_LEVEL: 'logLevel',
+  BOOTWRIGHT_TOKENS: 'tokens',
+  BOOTWRIGHT_RATE_LIMIT_MAX: 'rateLimitMax',
+  BOOTWRIGHT_RATE_LIMIT_WINDOW_SECONDS: 'rateLimitWindowSeconds',
+  BOOTWRIGHT_MAX_EVENT_LOOP_DELAY_MS: 'maxEventLoopDelayMs',
+  BOOTWRIGHT_RETRY_AFTER_SECONDS: 'retryAfterSeconds',
+};
+
+/** A configuration problem, naming the variable or key. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Load the configuration.
+ *
+ * @param env the environment (`BOOTWRIGHT_*`; `BOOTWRIGHT_TOKENS` is JSON: a list of
+ *   `{name, token|sha256, scopes}`; `BOOTWRIGHT_CONFIG` names a YAML or JSON file with
+ *   the same keys as {@link configSchema}).
+ * @param overrides values that win over both (tests, the CLI).
+ * @throws ConfigError naming the key; never quoting a token.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  let fromFile: Record<string, unknown> = {};
+  if (env.BOOTWRIGHT_CONFIG) {
+    try {
+      fromFile = (load(readFileSync(env.BOOTWRIGHT_CONFIG, 'utf8')) ?? {}) as Record<string, unknown>;
+    } catch (e) {
+      throw new ConfigError(`BOOTWRIGHT_CONFIG (${env.BOOTWRIGHT_CONFIG}): cannot read: ${(e as Error).name}`);
+    }
+  }
+  const fromEnv: Record<string, unknown> = {};
+  for (const [name, key] of Object.entries(ENV)) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    if (key === 'tokens') {
+      try {
+        fromEnv.tokens = JSON.parse(value);
+      } catch {
+        throw new ConfigError('BOOTWRIGHT_TOKENS: must be JSON, a list of {name, token|sha256, scopes}');
+      }
+    } else fromEnv[key] = value;
+  }
+  const result = configSchema.safeParse({ ...fromFile, ...fromEnv, ...overrides });
+  if (!result.success) {
+    const byKey = Object.fromEntries(Object.entries(ENV).map(([k, v]) => [v, k]));
+    throw new ConfigError(
+      zodProblems(result.error)
+        .map((p) => {
+          const key = p.path.split(/[.[]/)[0]!;
+          return `${byKey[key] ? `${p.path} (${byKey[key]})` : p.path}: ${p.message}`;
+        })
+        .join('; '),
+    );
+  }
+  return result.data;
+}

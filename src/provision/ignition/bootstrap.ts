@@ -1,0 +1,149 @@
+/**
+ * The command phases as scripts run by systemd units (DESIGN §3: "kubeadm run by a
+ * oneshot systemd unit (`Wants=` and `After=` `network-online.target`) that runs once;
+ * the same sentinel, written only on success"; "put commands in a script file, not in
+ * `ExecStart=`").
+ *
+ * Layout on the node (all under /etc: Ignition writes before the first boot and /run is
+ * a tmpfs mounted over it later):
+ * - `/etc/kubeadm/<configFile.name>` (0600): the kubeadm configuration;
+ * - `/etc/kubeadm/bootstrap.sh` (0700): pre commands, kubeadm, post commands, run once
+ *   by `kubeadm-bootstrap.service`;
+ * - `/etc/kubeadm/bootcmd.sh` (0700): boot commands, run on every boot by
+ *   `kubeadm-bootcmd.service`, ordered before the kubeadm unit.
+ */
+import { shellCommand, shellQuote } from '../shell.js';
+import type { CommandList, ProvisioningPlan } from '../plan/types.js';
+import { GENERATED, type IgnitionFile, type IgnitionUnit, type Sourced } from './config.js';
+import type { EncodeOptions } from './dataurl.js';
+import { generatedFile } from './files.js';
+import { escapeSpecifiers, unitValueProblem } from './systemd.js';
+
+/** Directory of the files below. */
+export const KUBEADM_DIR = '/etc/kubeadm';
+/** The once-only script: pre commands, kubeadm, post commands. */
+export const BOOTSTRAP_SCRIPT = `${KUBEADM_DIR}/bootstrap.sh`;
+/** The every-boot script: boot commands. */
+export const BOOTCMD_SCRIPT = `${KUBEADM_DIR}/bootcmd.sh`;
+/** The oneshot unit that runs {@link BOOTSTRAP_SCRIPT} once. */
+export const BOOTSTRAP_UNIT = 'kubeadm-bootstrap.service';
+/** The oneshot unit that runs {@link BOOTCMD_SCRIPT} on every boot. */
+export const BOOTCMD_UNIT = 'kubeadm-bootcmd.service';
+/** `StateDirectory=` of the bootstrap unit, i.e. `/var/lib/bootwright`. */
+const STATE_DIRECTORY = 'bootwright';
+/**
+ * Written when {@link BOOTSTRAP_SCRIPT} has finished, whatever its outcome; while it
+ * exists the bootstrap unit is skipped (`ConditionPathExists=!`), so kubeadm runs once
+ * per machine, as cloud-init's per-instance runcmd does.
+ */
+export const BOOTSTRAP_STAMP = `/var/lib/${STATE_DIRECTORY}/kubeadm-bootstrap.done`;
+
+const SCRIPT_MODE = 0o700;
+const KUBEADM_CONFIG_MODE = 0o600;
+const FILE_NAME = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
+
+/** `#!/bin/sh` then each command as one line, exactly as given (cloud-init runcmd). */
+function script(lines: CommandList): string {
+  return `#!/bin/sh\n${lines.map((l) => `${l}\n`).join('')}`;
+}
+
+/**
+ * The once-only script. Cloud-init runcmd semantics: every command is one line of a
+ * `sh` script, byte for byte, with no `set -e` (a failing line does not stop the next).
+ * Pre commands, then `mkdir -p <sentinel dir>` and
+ * `<argv> --config <path> && echo success > <sentinel>` (words quoted only when needed),
+ * so the sentinel exists only when kubeadm succeeded, then post commands.
+ *
+ * @param configPath where the kubeadm configuration is written
+ */
+export function bootstrapScript(plan: ProvisioningPlan, configPath: string): string {
+  const { pre, main, post } = plan.commands;
+  const sentinel = plan.successSentinel;
+  const kubeadm = `${shellCommand([...main.argv, '--config', configPath])} && echo success > ${shellQuote(sentinel)}`;
+  const sentinelDir = sentinel.slice(0, sentinel.lastIndexOf('/')) || '/';
+  return script([...pre, `mkdir -p ${shellQuote(sentinelDir)}`, kubeadm, ...post]);
+}
+
+/** The every-boot script: the boot commands as lines of a `sh` script (cloud-init bootcmd). */
+export function bootcmdScript(boot: CommandList): string {
+  return script(boot);
+}
+
+/**
+ * `kubeadm-bootstrap.service`. Runs the script with `/bin/sh` (no exec bit needed on
+ * /etc, e.g. under SELinux) after the network is online, the boot commands and a
+ * container runtime that may be there (`After=` a unit that does not exist is a no-op).
+ * The stamp is written by `ExecStartPost=` on success and by `ExecStopPost=` (which
+ * systemd also runs when `ExecStart=` failed), so a failed bootstrap is not retried on
+ * the next boot either. `StateDirectory=` creates /var/lib/bootwright. No user value
+ * reaches the unit but the node name (`%` escaped; left out if it cannot be a setting).
+ */
+export function bootstrapUnit(plan: ProvisioningPlan, withBootcmd: boolean): string {
+  const node = plan.nodeName && !unitValueProblem(plan.nodeName) ? ` ${plan.nodeName}` : '';
+  return [
+    '[Unit]',
+    `Description=${escapeSpecifiers(`Bootstrap Kubernetes node${node} with kubeadm (once)`)}`,
+    'Wants=network-online.target',
+    'After=network-online.target',
+    'After=containerd.service crio.service docker.service',
+    ...(withBootcmd ? [`After=${BOOTCMD_UNIT}`] : []),
+    `ConditionPathExists=!${BOOTSTRAP_STAMP}`,
+    '',
+    '[Service]',
+    'Type=oneshot',
+    'RemainAfterExit=yes',
+    `StateDirectory=${STATE_DIRECTORY}`,
+    `ExecStart=/bin/sh ${BOOTSTRAP_SCRIPT}`,
+    `ExecStartPost=touch ${BOOTSTRAP_STAMP}`,
+    `ExecStopPost=touch ${BOOTSTRAP_STAMP}`,
+    'StandardOutput=journal+console',
+    '',
+    '[Install]',
+    'WantedBy=multi-user.target',
+    '',
+  ].join('\n');
+}
+
+/** `kubeadm-bootcmd.service`: the boot commands on every boot, before the kubeadm unit. */
+export function bootcmdUnit(): string {
+  return [
+    '[Unit]',
+    'Description=Run the node boot commands (every boot)',
+    `Before=${BOOTSTRAP_UNIT}`,
+    '',
+    '[Service]',
+    'Type=oneshot',
+    'RemainAfterExit=yes',
+    `ExecStart=/bin/sh ${BOOTCMD_SCRIPT}`,
+    'StandardOutput=journal+console',
+    '',
+    '[Install]',
+    'WantedBy=multi-user.target',
+    '',
+  ].join('\n');
+}
+
+/**
+ * The bootstrap files and units of a plan: the kubeadm configuration (0600), the
+ * scripts (0700) and their units (enabled). The boot script and unit only when there
+ * are boot commands.
+ *
+ * @throws Error when `plan.commands.main.configFile.name` is not a plain file name (a
+ *   builder bug, not a request problem)
+ */
+export function bootstrapEntries(plan: ProvisioningPlan, encoding: EncodeOptions): { files: Sourced<IgnitionFile>[]; units: Sourced<IgnitionUnit>[] } {
+  const { configFile } = plan.commands.main;
+  if (!FILE_NAME.test(configFile.name)) throw new Error(`kubeadm config file name ${JSON.stringify(configFile.name)} is not a plain file name`);
+  const configPath = `${KUBEADM_DIR}/${configFile.name}`;
+  const withBootcmd = plan.commands.boot.length > 0;
+  const files = [
+    generatedFile(configPath, configFile.contents, KUBEADM_CONFIG_MODE, encoding),
+    ...(withBootcmd ? [generatedFile(BOOTCMD_SCRIPT, bootcmdScript(plan.commands.boot), SCRIPT_MODE, encoding)] : []),
+    generatedFile(BOOTSTRAP_SCRIPT, bootstrapScript(plan, configPath), SCRIPT_MODE, encoding),
+  ];
+  const units: Sourced<IgnitionUnit>[] = [
+    ...(withBootcmd ? [{ entry: { name: BOOTCMD_UNIT, enabled: true, contents: bootcmdUnit() }, origin: GENERATED }] : []),
+    { entry: { name: BOOTSTRAP_UNIT, enabled: true, contents: bootstrapUnit(plan, withBootcmd) }, origin: GENERATED },
+  ];
+  return { files, units };
+}

@@ -1,0 +1,84 @@
+/**
+ * File contents as RFC 2397 `data:` URLs for Ignition resources (DESIGN §3: "file
+ * contents as `data:` URLs (percent-encoded or padded base64, gzip where smaller)").
+ */
+import { isUtf8 } from 'node:buffer';
+import { gzipSync } from 'fflate';
+import type { IgnitionResource } from './config.js';
+
+const PERCENT_PREFIX = 'data:,';
+const BASE64_PREFIX = 'data:;base64,';
+/** What `compression` adds to the serialised resource: `,"compression":"gzip"`. */
+const COMPRESSION_COST = ',"compression":"gzip"'.length;
+/** The smallest gzip stream (10-byte header, empty deflate block, 8-byte trailer). */
+const MIN_GZIP_BYTES = 20;
+
+/** Bytes `encodeURIComponent` leaves as they are: `A-Z a-z 0-9 - _ . ! ~ * ' ( )`. */
+const UNRESERVED = new Uint8Array(128);
+for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.!~*'()") UNRESERVED[c.charCodeAt(0)] = 1;
+
+function base64Length(bytes: number): number {
+  return 4 * Math.ceil(bytes / 3);
+}
+
+/** Length of the percent-encoded URL, or undefined when the bytes are not UTF-8 text. */
+function percentLength(contents: Uint8Array): number | undefined {
+  if (!isUtf8(contents)) return undefined;
+  let n = PERCENT_PREFIX.length;
+  for (const b of contents) n += UNRESERVED[b] ? 1 : 3;
+  return n;
+}
+
+function toBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/**
+ * Deterministic gzip (RFC 1952) of `contents`: fflate at level 9 with mtime 0 and no
+ * file name, so the bytes do not depend on the clock or on Node's zlib version.
+ */
+export function gzipDeterministic(contents: Uint8Array): Uint8Array {
+  return gzipSync(contents, { level: 9, mtime: 0 });
+}
+
+/** How a resource may be encoded. */
+export interface EncodeOptions {
+  /**
+   * Whether `compression: "gzip"` may be used (spec ≥ 3.1.0: Ignition decompresses
+   * `data:` URLs from 2.3.0 on, the release that brought spec 3.1.0).
+   */
+  gzip: boolean;
+}
+
+/**
+ * Encode bytes as the shortest of:
+ * - `data:,` + `encodeURIComponent(text)`, only for valid UTF-8 (a BOM is kept); the
+ *   characters it leaves raw (`A-Z a-z 0-9 - _ . ! ~ * ' ( )`) are legal in a data URL,
+ *   and nothing else is raw: no space, no control character, no non-ASCII;
+ * - `data:;base64,` + padded base64 (RFC 4648 §4);
+ * - when `options.gzip`: the same base64 form of a gzip stream with
+ *   `compression: "gzip"`, only when strictly smaller counting the extra field. The
+ *   stream is `suppliedGzip` when given (the request's own, reused byte for byte, so the
+ *   output does not depend on any zlib), else {@link gzipDeterministic}.
+ *
+ * Ties go to percent-encoding (readable), then to plain over gzip. Decoding the URL
+ * (and gunzipping when compressed) gives exactly `contents`, provided `suppliedGzip`
+ * decompresses to `contents` (the plan's contract for `PlanFile.gzip`).
+ *
+ * @param contents the bytes the node must end up with
+ * @param suppliedGzip a gzip stream of exactly `contents`, when the request gave one
+ */
+export function dataUrlResource(contents: Uint8Array, options: EncodeOptions, suppliedGzip?: Uint8Array): IgnitionResource {
+  const percent = percentLength(contents);
+  const base64 = BASE64_PREFIX.length + base64Length(contents.length);
+  const plainLength = percent !== undefined && percent <= base64 ? percent : base64;
+
+  if (options.gzip && plainLength > BASE64_PREFIX.length + base64Length(MIN_GZIP_BYTES) + COMPRESSION_COST) {
+    const gz = suppliedGzip ?? gzipDeterministic(contents);
+    if (BASE64_PREFIX.length + base64Length(gz.length) + COMPRESSION_COST < plainLength) {
+      return { compression: 'gzip', source: BASE64_PREFIX + toBuffer(gz).toString('base64') };
+    }
+  }
+  if (plainLength === percent) return { source: PERCENT_PREFIX + encodeURIComponent(toBuffer(contents).toString('utf8')) };
+  return { source: BASE64_PREFIX + toBuffer(contents).toString('base64') };
+}

@@ -1,0 +1,128 @@
+/**
+ * The Ignition v3 renderer: one ProvisioningPlan → one Ignition config (DESIGN §1, §3).
+ * Pure and deterministic: objects are built in a fixed key order, lists keep the plan's
+ * order, nothing depends on time, randomness or the zlib version.
+ */
+import { type FieldProblem, RequestError, fieldError } from '../../errors.js';
+import type { ProvisioningPlan } from '../plan/types.js';
+import { bootstrapEntries } from './bootstrap.js';
+import type { IgnitionDirectory, IgnitionDisk, IgnitionFile, IgnitionUnit, IgnitionUser, Sourced } from './config.js';
+import type { EncodeOptions } from './dataurl.js';
+import { directoryEntries, fileEntries } from './files.js';
+import { mountUnits } from './mounts.js';
+import { ntpEntries } from './ntp.js';
+import { passwdEntries } from './passwd.js';
+import { PathRegistry } from './registry.js';
+import { diskEntries, filesystemEntries } from './storage.js';
+import { type IgnitionSpecVersion, compareSpecs, isIgnitionSpecVersion, lowestSpecFor, unsupportedFeature } from './versions.js';
+
+/** A rendered config. */
+export interface IgnitionRender {
+  /** The spec version written in `ignition.version`. */
+  version: IgnitionSpecVersion;
+  /** The config object (`body` parsed). */
+  config: Record<string, unknown>;
+  /** `JSON.stringify(config)` plus a final newline: the bytes served to the node. */
+  body: string;
+}
+
+/** The request field a requested spec version comes from (DESIGN §2 `spec.output`). */
+const VERSION_FIELD = 'spec.output.ignitionVersion';
+
+const entries = <T>(list: readonly Sourced<T>[]): T[] => list.map((s) => s.entry);
+
+/**
+ * Build the config (with `ignition.version` set to `version`).
+ *
+ * @throws RequestError listing every plan item Ignition cannot express
+ */
+function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Record<string, unknown> {
+  const encoding: EncodeOptions = { gzip: compareSpecs(version, '3.1.0') >= 0 };
+  const problems: FieldProblem[] = [];
+
+  const boot = bootstrapEntries(plan, encoding);
+  const passwd = passwdEntries(plan.users, encoding, problems);
+  const ntp = ntpEntries(plan.ntp, encoding, problems);
+  const derivedFiles = [...boot.files, ...passwd.files, ...ntp.files];
+  const planFiles = fileEntries(plan.files, encoding, problems);
+  const directories: Sourced<IgnitionDirectory>[] = directoryEntries(plan.directories, problems);
+  const disks: Sourced<IgnitionDisk>[] = diskEntries(plan.disks, problems);
+  const filesystems = filesystemEntries(plan.filesystems, plan.disks, problems);
+  const planUnits: Sourced<IgnitionUnit>[] = plan.units.map((u, i) => ({
+    entry: { name: u.name, ...(u.enabled !== undefined ? { enabled: u.enabled } : {}), ...(u.contents !== undefined ? { contents: u.contents } : {}) },
+    origin: `plan.units[${i}]`,
+  }));
+  const derivedUnits = [...mountUnits(plan.mounts, filesystems.resolved, problems), ...ntp.units, ...boot.units];
+  const users: Sourced<IgnitionUser>[] = passwd.users;
+
+  // One owner per path. Entries bootwright derives (scripts, units, sudoers, NTP) claim
+  // theirs before the plan's explicit files, directories and units, so a clash names the
+  // explicit item that collides with them.
+  const registry = new PathRegistry(problems);
+  for (const u of [...derivedUnits, ...planUnits]) registry.claimUnit(u.entry.name, u.origin);
+  for (const f of [...derivedFiles, ...planFiles]) registry.claim(f.entry.path, 'file', f.origin);
+  for (const d of directories) registry.claim(d.entry.path, 'directory', d.origin);
+  const files: Sourced<IgnitionFile>[] = [...planFiles, ...derivedFiles];
+  const units: Sourced<IgnitionUnit>[] = [...planUnits, ...derivedUnits];
+
+  if (problems.length) throw new RequestError(problems);
+
+  const storage = {
+    ...(disks.length ? { disks: entries(disks) } : {}),
+    ...(filesystems.entries.length ? { filesystems: entries(filesystems.entries) } : {}),
+    files: entries(files),
+    ...(directories.length ? { directories: entries(directories) } : {}),
+  };
+  return {
+    ignition: { version },
+    storage,
+    systemd: { units: entries(units) },
+    ...(users.length ? { passwd: { users: entries(users) } } : {}),
+  };
+}
+
+/**
+ * Render a plan as an Ignition config (DESIGN §3 "Ignition").
+ *
+ * Version: with `options.version`, that spec; a config feature it cannot express is a
+ * RequestError at `spec.output.ignitionVersion` naming the feature, where it is and the
+ * lowest spec that has it. Gzip is optional and never raises the version: it is used
+ * (where smaller) from 3.1.0 on and simply left out below. Without a version, the lowest
+ * spec that can express the config ({@link lowestSpecFor}), so usually 3.0.0.
+ *
+ * Output: files (plan order, then the kubeadm configuration and scripts, sudoers and NTP
+ * drop-ins) as `data:` URLs with decimal modes and owners by name; directories; disks
+ * (GPT), filesystems; `.mount`/`.swap` units for mounts; `kubeadm-bootstrap.service`
+ * (once) and `kubeadm-bootcmd.service` (every boot); users. See the modules for each
+ * part's rules.
+ *
+ * @param plan the provisioning plan
+ * @param options.version the spec to write, one of 3.0.0–3.6.0
+ * @returns the version, the config object and its serialisation (`body`, newline-terminated)
+ * @throws RequestError (422) listing every plan item Ignition cannot express, each at
+ *   the request field it came from (e.g. `spec.provisioning.users[0].inactive`), or at
+ *   `spec.output.ignitionVersion` for a spec that is too low or unknown
+ */
+export function renderIgnition(plan: ProvisioningPlan, options: { version?: IgnitionSpecVersion } = {}): IgnitionRender {
+  const requested = options.version;
+  let version: IgnitionSpecVersion;
+  let config: Record<string, unknown>;
+  if (requested !== undefined) {
+    if (!isIgnitionSpecVersion(requested)) fieldError(VERSION_FIELD, `Ignition spec ${String(requested)} is not supported; bootwright writes 3.0.0 to 3.6.0`);
+    version = requested;
+    config = buildConfig(plan, version);
+    const use = unsupportedFeature(config, version);
+    if (use) {
+      fieldError(
+        VERSION_FIELD,
+        `Ignition spec ${version} cannot express ${use.feature.name} (at ${use.at}); the lowest spec that has it is ${use.feature.since}`,
+      );
+    }
+  } else {
+    // Without gzip (3.0.0) first: gzip is optional, so only the rest decides the version.
+    config = buildConfig(plan, '3.0.0');
+    version = lowestSpecFor(config).version;
+    if (version !== '3.0.0') config = buildConfig(plan, version);
+  }
+  return { version, config, body: `${JSON.stringify(config)}\n` };
+}

@@ -1,0 +1,421 @@
+/**
+ * The deployment files agree with the service: deploy/kubernetes/*.yaml (probes hit
+ * routes the service really serves, ports, selectors, security context, config keys)
+ * and the Dockerfile (multi-stage, non-root numeric USER, healthcheck, exec-form CMD,
+ * no devDependencies in the final image). Read-only: nothing is built or applied.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { loadAll } from 'js-yaml';
+import { buildServer } from '../../src/api/server.js';
+import { configSchema, loadConfig } from '../../src/config.js';
+
+const root = new URL('../../', import.meta.url);
+const k8sDir = new URL('deploy/kubernetes/', root);
+const read = (url: URL) => readFileSync(url, 'utf8');
+
+// ---------------------------------------------------------------------------------
+// Kubernetes manifests
+// ---------------------------------------------------------------------------------
+
+type Labels = Record<string, string>;
+interface Metadata {
+  name?: string;
+  namespace?: string;
+  labels?: Labels;
+}
+/** A Kubernetes object: only the fields the checks read, all of them checked at run time. */
+interface K8sObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: Metadata;
+}
+interface Probe {
+  httpGet?: { path?: string; port?: string | number };
+}
+interface SecurityContext {
+  runAsNonRoot?: boolean;
+  runAsUser?: number;
+  readOnlyRootFilesystem?: boolean;
+  allowPrivilegeEscalation?: boolean;
+  capabilities?: { drop?: string[] };
+  seccompProfile?: { type?: string };
+}
+interface ContainerPort {
+  name?: string;
+  containerPort: number;
+}
+interface Container {
+  name: string;
+  ports?: ContainerPort[];
+  envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+  startupProbe?: Probe;
+  resources?: { requests?: Record<string, unknown>; limits?: Record<string, unknown> };
+  securityContext?: SecurityContext;
+  volumeMounts?: { name: string; mountPath: string }[];
+}
+interface AntiAffinityTerm {
+  weight: number;
+  podAffinityTerm: { topologyKey: string; labelSelector?: { matchLabels?: Labels } };
+}
+interface PodSpec {
+  containers: Container[];
+  securityContext?: SecurityContext;
+  volumes?: { name: string; emptyDir?: object }[];
+  terminationGracePeriodSeconds?: number;
+  automountServiceAccountToken?: boolean;
+  affinity?: { podAntiAffinity?: { preferredDuringSchedulingIgnoredDuringExecution?: AntiAffinityTerm[] } };
+}
+interface Deployment extends K8sObject {
+  spec: {
+    replicas?: number;
+    selector: { matchLabels?: Labels };
+    strategy?: { type?: string; rollingUpdate?: { maxUnavailable?: number | string } };
+    template: { metadata?: Metadata; spec: PodSpec };
+  };
+}
+interface Service extends K8sObject {
+  spec: { type?: string; selector?: Labels; ports: { port: number; targetPort?: number | string }[] };
+}
+interface PodDisruptionBudget extends K8sObject {
+  spec: { minAvailable?: number | string; selector: { matchLabels?: Labels } };
+}
+interface Kustomization extends K8sObject {
+  resources?: string[];
+}
+interface ConfigMap extends K8sObject {
+  data?: Record<string, unknown>;
+}
+interface Secret extends K8sObject {
+  data?: Record<string, unknown>;
+  stringData?: Record<string, unknown>;
+}
+
+const isObject = (d: unknown): d is K8sObject => d !== null && typeof d === 'object' && !Array.isArray(d);
+
+const yamlFiles = readdirSync(k8sDir)
+  .filter((f) => /\.ya?ml$/.test(f))
+  .sort();
+const docsByFile = new Map<string, K8sObject[]>(yamlFiles.map((f) => [f, loadAll(read(new URL(f, k8sDir))).filter(isObject)]));
+const objects = [...docsByFile.entries()].filter(([f]) => f !== 'kustomization.yaml').flatMap(([, docs]) => docs);
+
+/** The kinds the directory holds, and the shapes the checks read. */
+interface Kinds {
+  Namespace: K8sObject;
+  ConfigMap: ConfigMap;
+  Secret: Secret;
+  Deployment: Deployment;
+  Service: Service;
+  PodDisruptionBudget: PodDisruptionBudget;
+}
+const KINDS: (keyof Kinds)[] = ['Namespace', 'ConfigMap', 'Secret', 'Deployment', 'Service', 'PodDisruptionBudget'];
+
+/** The one object of a kind. */
+function one<K extends keyof Kinds>(kind: K): Kinds[K] {
+  const found = objects.filter((o) => o.kind === kind);
+  assert.equal(found.length, 1, `expected exactly one ${kind}, found ${found.length}`);
+  return found[0] as Kinds[K];
+}
+
+const deployment = one('Deployment');
+const podSpec = deployment.spec.template.spec;
+const podLabels = deployment.spec.template.metadata?.labels ?? {};
+const containers = podSpec.containers;
+const container = containers[0]!;
+const httpPort = container.ports?.find((p) => p.name === 'http') ?? { containerPort: Number.NaN };
+
+/** A securityContext field as it takes effect: the container's, else the pod's. */
+const effective = <K extends keyof SecurityContext>(key: K): SecurityContext[K] => container.securityContext?.[key] ?? podSpec.securityContext?.[key];
+
+/** True when every label of `selector` is on `labels`. */
+const selects = (selector: Labels | undefined, labels: Labels) =>
+  selector !== undefined && Object.keys(selector).length > 0 && Object.entries(selector).every(([k, v]) => labels[k] === v);
+
+/** A port reference (name or number) that means the container's http port. */
+const isHttpPort = (port: string | number | undefined) => port === httpPort.name || port === httpPort.containerPort;
+
+/** BOOTWRIGHT_FOO_BAR → fooBar. */
+const camel = (env: string) =>
+  env
+    .replace(/^BOOTWRIGHT_/, '')
+    .toLowerCase()
+    .replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
+
+const probes = (['livenessProbe', 'readinessProbe', 'startupProbe'] as const).flatMap((name) => {
+  const probe = container[name];
+  return probe ? [[name, probe] as const] : [];
+});
+
+describe('deploy/kubernetes manifests', () => {
+  it('every file parses, and the kustomization lists exactly the other files', () => {
+    assert.ok(yamlFiles.includes('kustomization.yaml'));
+    for (const [f, docs] of docsByFile) assert.ok(docs.length > 0, `${f} holds no object`);
+    const kustomization: Kustomization | undefined = docsByFile.get('kustomization.yaml')?.[0];
+    assert.equal(kustomization?.kind, 'Kustomization');
+    assert.deepEqual(
+      [...(kustomization.resources ?? [])].sort(),
+      yamlFiles.filter((f) => f !== 'kustomization.yaml'),
+    );
+  });
+
+  it('holds the expected objects, all in the bootwright namespace and labelled', () => {
+    for (const kind of KINDS) one(kind);
+    for (const o of objects) assert.ok(KINDS.includes(o.kind as keyof Kinds), `unexpected kind ${o.kind ?? '(none)'}`);
+    assert.equal(one('Namespace').metadata?.name, 'bootwright');
+    for (const o of objects) {
+      const what = `${o.kind ?? '?'} ${o.metadata?.name ?? '?'}`;
+      assert.equal(o.metadata?.labels?.['app.kubernetes.io/name'], 'bootwright', `${what}: label`);
+      if (o.kind !== 'Namespace') assert.equal(o.metadata.namespace, 'bootwright', `${what}: namespace`);
+    }
+  });
+
+  it('the Deployment runs 2 replicas, rolls without losing capacity and selects its own pods', () => {
+    assert.equal(deployment.spec.replicas, 2);
+    assert.equal(deployment.spec.strategy?.type, 'RollingUpdate');
+    assert.equal(deployment.spec.strategy.rollingUpdate?.maxUnavailable, 0);
+    assert.equal(podLabels['app.kubernetes.io/name'], 'bootwright');
+    assert.ok(selects(deployment.spec.selector.matchLabels, podLabels));
+    assert.equal(containers.length, 1);
+    assert.equal(httpPort.name, 'http');
+    assert.equal(httpPort.containerPort, 8080);
+    assert.ok((podSpec.terminationGracePeriodSeconds ?? 30) >= 15, 'the grace period covers the 10 s drain');
+  });
+
+  it('every probe asks for a port the container exposes', () => {
+    assert.ok(container.livenessProbe && container.readinessProbe);
+    for (const [name, probe] of probes) {
+      assert.ok(probe.httpGet?.path, `${name} is an httpGet probe with a path`);
+      assert.ok(isHttpPort(probe.httpGet.port), `${name}: port ${String(probe.httpGet.port)}`);
+    }
+    assert.equal(container.livenessProbe.httpGet?.path, '/healthz');
+    assert.equal(container.readinessProbe.httpGet?.path, '/readyz');
+  });
+
+  it('the Service targets the container port, and the PDB selects the Deployment pods', () => {
+    const service = one('Service');
+    assert.equal(service.spec.type ?? 'ClusterIP', 'ClusterIP');
+    assert.ok(selects(service.spec.selector, podLabels));
+    assert.equal(service.spec.ports.length, 1);
+    const [port] = service.spec.ports;
+    assert.equal(port?.port, 80);
+    assert.ok(isHttpPort(port.targetPort), `targetPort ${String(port.targetPort)}`);
+
+    const pdb = one('PodDisruptionBudget');
+    assert.equal(pdb.apiVersion, 'policy/v1');
+    assert.equal(pdb.spec.minAvailable, 1);
+    assert.ok(selects(pdb.spec.selector.matchLabels, podLabels));
+    const terms = podSpec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? [];
+    assert.ok(
+      terms.some((t) => t.podAffinityTerm.topologyKey === 'kubernetes.io/hostname' && selects(t.podAffinityTerm.labelSelector?.matchLabels, podLabels)),
+      'pods prefer different nodes',
+    );
+  });
+
+  it('the container is locked down: non-root, read-only root, no privilege escalation, no capabilities', () => {
+    assert.equal(effective('runAsNonRoot'), true);
+    assert.equal(typeof effective('runAsUser'), 'number');
+    assert.notEqual(effective('runAsUser'), 0);
+    assert.equal(container.securityContext?.readOnlyRootFilesystem, true);
+    assert.equal(container.securityContext.allowPrivilegeEscalation, false);
+    assert.deepEqual(container.securityContext.capabilities?.drop, ['ALL']);
+    assert.equal(effective('seccompProfile')?.type, 'RuntimeDefault');
+    assert.equal(podSpec.automountServiceAccountToken, false);
+  });
+
+  it('the data directory and /tmp are writable emptyDirs', () => {
+    const mounts = new Map((container.volumeMounts ?? []).map((m) => [m.mountPath, m.name]));
+    const volumes = new Map((podSpec.volumes ?? []).map((v) => [v.name, v]));
+    for (const path of ['/var/lib/bootwright', '/tmp']) {
+      const name = mounts.get(path);
+      assert.ok(name, `${path} is mounted`);
+      assert.ok(volumes.get(name)?.emptyDir !== undefined, `${path} is an emptyDir`);
+    }
+  });
+
+  it('resources have requests and limits for cpu and memory', () => {
+    for (const kind of ['requests', 'limits'] as const) {
+      for (const r of ['cpu', 'memory']) assert.ok(container.resources?.[kind]?.[r] !== undefined, `resources.${kind}.${r}`);
+    }
+  });
+
+  it('the container takes its environment from the ConfigMap and the token Secret', () => {
+    const envFrom = container.envFrom ?? [];
+    assert.ok(envFrom.some((e) => e.configMapRef?.name === one('ConfigMap').metadata?.name));
+    assert.ok(envFrom.some((e) => e.secretRef?.name === one('Secret').metadata?.name));
+  });
+
+  it('every ConfigMap and Secret key is a real config variable, and the whole environment loads', () => {
+    const configMap = one('ConfigMap');
+    const secret = one('Secret');
+    assert.ok(secret.stringData && 'BOOTWRIGHT_TOKENS' in secret.stringData, 'the Secret carries BOOTWRIGHT_TOKENS');
+    assert.equal(secret.data, undefined, 'placeholders only, in stringData');
+    assert.ok(configMap.data && !('BOOTWRIGHT_TOKENS' in configMap.data), 'tokens belong in the Secret');
+    const env: Record<string, string> = {};
+    for (const [key, value] of Object.entries({ ...configMap.data, ...secret.stringData })) {
+      assert.match(key, /^BOOTWRIGHT_[A-Z0-9_]+$/);
+      assert.ok(camel(key) in configSchema.shape, `${key} (${camel(key)}) is not a config key`);
+      assert.ok(typeof value === 'string', `${key} must be a string in YAML (quote it)`);
+      env[key] = value;
+    }
+
+    const config = loadConfig(env);
+    assert.equal(config.port, httpPort.containerPort);
+    assert.equal(config.host, '0.0.0.0');
+    assert.ok(config.tokens.length > 0, 'with 2 replicas tokens must be configured');
+    assert.ok(config.tokens.every((t) => t.sha256 !== undefined && t.token === undefined), 'the Secret holds hashes, not tokens');
+    assert.ok((container.volumeMounts ?? []).some((m) => m.mountPath === config.dataDir), 'dataDir is a mounted volume');
+  });
+});
+
+describe('deploy/kubernetes probe paths are served by the service', () => {
+  let app: FastifyInstance | undefined;
+  before(async () => {
+    const config = loadConfig({}, { tokens: [{ name: 't', token: 'x'.repeat(20), scopes: ['admin'] }], logLevel: 'silent', rateLimitMax: 0 });
+    app = await buildServer({ config });
+    await app.ready();
+  });
+  after(async () => {
+    await app?.close();
+  });
+
+  for (const [name, probe] of probes) {
+    const path = probe.httpGet?.path ?? '(none)';
+    it(`${name} GET ${path} answers 200 without a token`, async () => {
+      assert.ok(app);
+      const res = await app.inject({ method: 'GET', url: path });
+      assert.equal(res.statusCode, 200, res.body);
+    });
+  }
+});
+
+// ---------------------------------------------------------------------------------
+// Dockerfile
+// ---------------------------------------------------------------------------------
+
+interface Instruction {
+  op: string;
+  args: string;
+}
+
+/** The Dockerfile's instructions (continuations joined, comments dropped), by stage. */
+function dockerStages(text: string): { from: string; name?: string; instructions: Instruction[] }[] {
+  const logical: string[] = [];
+  let current = '';
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (current === '' && (line === '' || line.startsWith('#'))) continue;
+    if (line.startsWith('#')) continue; // comment inside a continuation
+    if (line.endsWith('\\')) {
+      current += `${line.slice(0, -1)} `;
+      continue;
+    }
+    logical.push(current + line);
+    current = '';
+  }
+  if (current.trim()) logical.push(current.trim());
+  const stages: { from: string; name?: string; instructions: Instruction[] }[] = [];
+  for (const line of logical) {
+    const m = /^(\S+)\s*(.*)$/.exec(line)!;
+    const ins = { op: m[1]!.toUpperCase(), args: m[2]!.trim() };
+    if (ins.op === 'FROM') {
+      const f = /^(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?$/i.exec(ins.args)!;
+      stages.push({ from: f[1]!, ...(f[2] ? { name: f[2] } : {}), instructions: [] });
+    } else {
+      assert.ok(stages.length > 0 || ins.op === 'ARG', `instruction before FROM: ${line}`);
+      stages.at(-1)?.instructions.push(ins);
+    }
+  }
+  return stages;
+}
+
+const dockerfile = read(new URL('Dockerfile', root));
+const stages = dockerStages(dockerfile);
+const final = stages.at(-1)!;
+const finalOps = (op: string) => final.instructions.filter((i) => i.op === op);
+/** `npm ci|install` without the devDependencies. */
+const installsProdOnly = (run: string) => /\bnpm\s+(ci|install|i)\b[^&|;]*(--omit[= ]dev|--production|--only[= ]prod)/.test(run);
+const installsAll = (run: string) => /\bnpm\s+(ci|install|i)\b/.test(run) && !installsProdOnly(run);
+
+describe('Dockerfile', () => {
+  it('is multi-stage on node:20-bookworm-slim', () => {
+    assert.ok(stages.length >= 2);
+    assert.ok(stages.filter((s) => s.from === 'node:20-bookworm-slim').length >= 2);
+    assert.equal(final.from, 'node:20-bookworm-slim');
+  });
+
+  it('runs as a numeric non-root user, the same UID the Deployment verifies', () => {
+    const users = finalOps('USER');
+    assert.ok(users.length > 0, 'USER in the final stage');
+    const user = users.at(-1)!.args;
+    assert.match(user, /^\d+(:\d+)?$/, 'USER must be numeric for runAsNonRoot');
+    const uid = Number(user.split(':')[0]);
+    assert.notEqual(uid, 0);
+    assert.equal(uid, effective('runAsUser'));
+  });
+
+  it('has a HEALTHCHECK on /healthz that needs no curl or wget', () => {
+    const checks = finalOps('HEALTHCHECK');
+    assert.equal(checks.length, 1);
+    const check = checks[0]!.args;
+    assert.match(check, /\bCMD\b/);
+    assert.match(check, /\/healthz/);
+    assert.doesNotMatch(check, /\b(curl|wget)\b/);
+  });
+
+  it('starts `node dist/cli.js serve` in exec form, stops on SIGTERM and exposes the container port', () => {
+    const cmd = finalOps('CMD').at(-1);
+    assert.ok(cmd, 'CMD in the final stage');
+    assert.ok(cmd.args.startsWith('['), 'CMD must be in exec form so SIGTERM reaches node');
+    assert.deepEqual(JSON.parse(cmd.args), ['node', 'dist/cli.js', 'serve']);
+    assert.equal(finalOps('ENTRYPOINT').length, 0);
+    const stop = finalOps('STOPSIGNAL').at(-1)?.args;
+    assert.ok(stop === undefined || stop === 'SIGTERM');
+    assert.ok(finalOps('EXPOSE').some((e) => e.args.split(/\s+/).includes(String(httpPort.containerPort))));
+  });
+
+  it('sets the container environment: production, all interfaces, the data directory', () => {
+    const env = finalOps('ENV')
+      .map((e) => e.args)
+      .join(' ');
+    assert.match(env, /\bNODE_ENV=production\b/);
+    assert.match(env, /\bBOOTWRIGHT_HOST=0\.0\.0\.0\b/);
+    assert.match(env, /\bBOOTWRIGHT_DATA_DIR=\/var\/lib\/bootwright\b/);
+  });
+
+  it('the final stage holds no devDependencies', () => {
+    const runs = finalOps('RUN').map((r) => r.args);
+    assert.ok(!runs.some(installsAll), 'the final stage must not install devDependencies');
+    const modules = finalOps('COPY').filter((c) => c.args.includes('node_modules'));
+    for (const copy of modules) {
+      const from = /--from=(\S+)/.exec(copy.args)?.[1];
+      assert.ok(from, `node_modules must come from a build stage: ${copy.args}`);
+      const source = stages.find((s) => s.name === from) ?? stages[Number(from)];
+      assert.ok(source, `no stage ${from}`);
+      const sourceRuns = source.instructions.filter((i) => i.op === 'RUN').map((i) => i.args);
+      assert.ok(sourceRuns.some(installsProdOnly), `stage ${from} must install with --omit=dev`);
+      assert.ok(!sourceRuns.some(installsAll), `stage ${from} also installs devDependencies`);
+    }
+    assert.ok(modules.length > 0 || runs.some(installsProdOnly), 'the runtime dependencies are installed or copied');
+  });
+
+  it('the final stage copies only dist/, node_modules and package.json', () => {
+    for (const copy of finalOps('COPY')) {
+      const parts = copy.args.split(/\s+/).filter((p) => !p.startsWith('--'));
+      const sources = parts.slice(0, -1).map((s) => s.replace(/\/+$/, '').split('/').at(-1));
+      for (const s of sources) assert.ok(['dist', 'node_modules', 'package.json'].includes(s!), `final stage copies ${s ?? '(nothing)'}`);
+    }
+    assert.equal(finalOps('ADD').length, 0);
+  });
+
+  it('.dockerignore keeps local builds, data and the repository out of the context', () => {
+    const ignored = read(new URL('.dockerignore', root))
+      .split('\n')
+      .map((l) => l.trim().replace(/^\/|\/$/g, ''))
+      .filter((l) => l && !l.startsWith('#'));
+    for (const p of ['node_modules', 'dist', 'data', '.git', '.tmp']) assert.ok(ignored.includes(p), `.dockerignore lists ${p}`);
+  });
+});

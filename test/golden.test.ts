@@ -1,0 +1,57 @@
+/**
+ * Golden outputs: role × format × kubeadm API version, compared byte for byte, and every
+ * golden checked by the real validators and the conformance schemas.
+ *
+ * Regenerate after an intended change with `UPDATE_GOLDEN=1 npm test` and review the diff:
+ * a changed golden means nodes built from a pinned request would get different bytes.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { renderNodeBootstrap } from '../src/render.js';
+import { validateNodeBootstrap } from '../src/request/parse.js';
+import { checkIgnitionRules } from '../src/provision/ignition/rules.js';
+import { example } from './support/requests.js';
+import { cloudInitSchema, ignitionValidate, ignitionValidateKnows, validateCloudConfigSchema, validateIgnitionSchema } from './support/validators.js';
+
+const GOLDEN_DIR = new URL('./golden/', import.meta.url);
+const update = process.env.UPDATE_GOLDEN === '1';
+
+/** Kubernetes versions chosen to land on each kubeadm API version. */
+const KUBE_VERSIONS = { v1beta3: 'v1.30.14', v1beta4: 'v1.33.2' } as const;
+const ROLES = ['init', 'control-plane', 'worker'] as const;
+const FORMATS = [
+  ['cloud-config', 'cloud-config.yaml'],
+  ['ignition', 'ign.json'],
+] as const;
+
+describe('golden outputs', () => {
+  for (const role of ROLES) {
+    for (const [api, kubernetesVersion] of Object.entries(KUBE_VERSIONS)) {
+      for (const [format, ext] of FORMATS) {
+        const name = `${role}-${api}.${ext}`;
+        it(name, async () => {
+          const req = example(role);
+          req.spec.kubernetesVersion = kubernetesVersion;
+          const out = renderNodeBootstrap(validateNodeBootstrap(req), { format });
+          assert.equal(out.kubeadmApiVersion, `kubeadm.k8s.io/${api}`);
+          const file = new URL(name, GOLDEN_DIR);
+          if (update) {
+            mkdirSync(GOLDEN_DIR, { recursive: true });
+            writeFileSync(file, out.body);
+          }
+          assert.equal(out.body, readFileSync(file, 'utf8'), `${name} differs from the golden; if intended, UPDATE_GOLDEN=1 npm test`);
+          if (format === 'cloud-config') {
+            assert.deepEqual(validateCloudConfigSchema(out.body), []);
+            assert.deepEqual(await cloudInitSchema(out.body), []);
+          } else {
+            const version = out.ignitionVersion!;
+            assert.deepEqual(validateIgnitionSchema(out.body, version), []);
+            assert.deepEqual(checkIgnitionRules(JSON.parse(out.body)), []);
+            if (ignitionValidateKnows(version)) assert.deepEqual(await ignitionValidate(out.body), []);
+          }
+        });
+      }
+    }
+  }
+});

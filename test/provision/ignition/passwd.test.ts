@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { RequestError } from '../../../src/errors.js';
+import { renderIgnition } from '../../../src/provision/ignition/render.js';
+import type { PlanUser } from '../../../src/provision/plan/types.js';
+import { ignitionFiles } from '../../support/decode.js';
+import { makePlan } from './plan.js';
+import { assertValid } from './tools.js';
+
+const user = (i: number, u: Partial<PlanUser> & { name: string }): PlanUser => ({ origin: `spec.provisioning.users[${i}]`, groups: [], sshAuthorizedKeys: [], ...u });
+const users = (out: { config: Record<string, unknown> }) => (out.config as { passwd: { users: unknown[] } }).passwd.users;
+
+function problemsOf(fn: () => unknown) {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof RequestError);
+    return e.problems;
+  }
+  assert.fail('expected a RequestError');
+}
+
+describe('renderIgnition: users', () => {
+  it('maps every field, in a fixed order', async () => {
+    const out = renderIgnition(
+      makePlan({
+        users: [
+          user(0, {
+            name: 'alice',
+            gecos: 'Alice Example',
+            groups: ['wheel', 'docker'],
+            homeDir: '/home/alice',
+            shell: '/bin/bash',
+            passwd: '$6$rounds=4096$salt$hash',
+            primaryGroup: 'alice',
+            sshAuthorizedKeys: ['ssh-ed25519 AAAA one', 'ssh-rsa BBBB two', 'ssh-ed25519 AAAA one'],
+          }),
+          user(1, { name: 'bob' }),
+        ],
+      }),
+    );
+    assert.deepEqual(users(out), [
+      {
+        name: 'alice',
+        passwordHash: '$6$rounds=4096$salt$hash',
+        sshAuthorizedKeys: ['ssh-ed25519 AAAA one', 'ssh-rsa BBBB two'],
+        gecos: 'Alice Example',
+        homeDir: '/home/alice',
+        primaryGroup: 'alice',
+        groups: ['wheel', 'docker'],
+        shell: '/bin/bash',
+      },
+      { name: 'bob' },
+    ]);
+    await assertValid(out);
+  });
+
+  it('writes a sudoers drop-in per user with sudo, 0440, root', async () => {
+    const out = renderIgnition(makePlan({ users: [user(0, { name: 'ops', sudo: 'ALL=(ALL) NOPASSWD:ALL' }), user(1, { name: 'dev' })] }));
+    const f = (out.config as { storage: { files: { path: string; mode: number; user: unknown; group: unknown }[] } }).storage.files.find((x) => x.path === '/etc/sudoers.d/ops');
+    assert.ok(f);
+    assert.deepEqual([f.mode, f.user, f.group], [288, { name: 'root' }, { name: 'root' }]);
+    assert.equal(ignitionFiles(out.config).get('/etc/sudoers.d/ops')!.toString(), 'ops ALL=(ALL) NOPASSWD:ALL\n');
+    assert.ok(!ignitionFiles(out.config).has('/etc/sudoers.d/dev'));
+    await assertValid(out);
+  });
+
+  it('names sudoers drop-ins so sudo reads them (no "." in the name)', () => {
+    const out = renderIgnition(makePlan({ users: [user(0, { name: 'svc$', sudo: 'ALL=(ALL) ALL' })] }));
+    assert.equal(ignitionFiles(out.config).get('/etc/sudoers.d/svc_')!.toString(), 'svc$ ALL=(ALL) ALL\n');
+  });
+
+  it('lockPassword: true keeps the hash but locks it with "!", as passwd -l does', () => {
+    const hash = '$6$salt$hash';
+    const pick = (u: Partial<PlanUser>) => users(renderIgnition(makePlan({ users: [user(0, { name: 'a', ...u })] })))[0];
+    assert.deepEqual(pick({ passwd: hash, lockPassword: true }), { name: 'a', passwordHash: `!${hash}` });
+    assert.deepEqual(pick({ passwd: `!${hash}`, lockPassword: true }), { name: 'a', passwordHash: `!${hash}` });
+    assert.deepEqual(pick({ passwd: hash, lockPassword: false }), { name: 'a', passwordHash: hash });
+    assert.deepEqual(pick({ passwd: hash }), { name: 'a', passwordHash: hash });
+    // Without a hash Ignition leaves the account locked; lockPassword changes nothing.
+    assert.deepEqual(pick({ lockPassword: true }), { name: 'a' });
+    assert.deepEqual(pick({ lockPassword: false }), { name: 'a' });
+  });
+
+  it('refuses what Ignition cannot express, naming each field', () => {
+    assert.deepEqual(
+      problemsOf(() =>
+        renderIgnition(
+          makePlan({
+            users: [user(0, { name: 'a', inactive: true }), user(1, { name: 'b', sudo: 'ALL=(ALL) ALL\nroot ALL=(ALL) ALL' }), user(2, { name: 'a' })],
+          }),
+        ),
+      ).map((p) => p.path),
+      ['spec.provisioning.users[0].inactive', 'spec.provisioning.users[1].sudo', 'spec.provisioning.users[2].name'],
+    );
+  });
+
+  it('accepts inactive: false', () => {
+    assert.deepEqual(users(renderIgnition(makePlan({ users: [user(0, { name: 'a', inactive: false })] }))), [{ name: 'a' }]);
+  });
+
+  it('refuses a request file clashing with a generated sudoers file', () => {
+    const problems = problemsOf(() =>
+      renderIgnition(
+        makePlan({
+          users: [user(0, { name: 'ops', sudo: 'ALL=(ALL) ALL' })],
+          files: [{ origin: 'spec.provisioning.files[0]', path: '/etc/sudoers.d/ops', contents: Buffer.from('x'), mode: 0o440, owner: { user: 'root', group: 'root' }, append: false, sourceEncoding: 'plain', deferred: false, secret: false }],
+        }),
+      ),
+    );
+    assert.equal(problems.length, 1);
+    assert.equal(problems[0]!.path, 'spec.provisioning.files[0].path');
+    assert.match(problems[0]!.message, /spec\.provisioning\.users\[0\]\.sudo/);
+  });
+});
