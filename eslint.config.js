@@ -78,6 +78,10 @@ export default defineConfig(
     files: ['test/**/*.ts'],
     rules: {
       '@typescript-eslint/no-floating-promises': 'off',
+      // Tests read parsed JSON (response bodies, outputs) and assert on it directly.
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
     },
   },
 );

@@ -43,7 +43,7 @@ export async function renderBenchmark(time = 500): Promise<RenderFigure[]> {
   for (const [name, text, format] of subjects) {
     const req = parseNodeBootstrap(text, 'yaml');
     const body = renderNodeBootstrap(req, { format }).body;
-    const finished = format === 'ignition' ? JSON.parse(body) : load(body, { schema: YAML11_SCHEMA });
+    const finished: unknown = format === 'ignition' ? JSON.parse(body) : load(body, { schema: YAML11_SCHEMA });
     bench.add(`${name} render`, () => void renderNodeBootstrap(parseNodeBootstrap(text, 'yaml'), { format }));
     bench.add(`${name} render validated`, () => void renderNodeBootstrap(req, { format }));
     bench.add(`${name} serialize`, format === 'ignition' ? () => void JSON.stringify(finished) : () => void dumpYaml(finished));

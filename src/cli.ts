@@ -90,10 +90,10 @@ export function main(argv: string[], out: NodeJS.WritableStream = process.stdout
       out.write(`${USAGE}\n`);
       return 0;
     }
-    if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]}`);
+    if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]!}`);
     if (command === 'validate') {
       readRequest(values.file);
-      err.write(`${values.file}: valid\n`);
+      err.write(`${values.file ?? ''}: valid\n`);
       return 0;
     }
     if (command !== 'render') throw new UsageError(command ? `unknown command: ${command}` : 'a command is required');

@@ -1,56 +1,96 @@
 /**
- * The render cache (DESIGN §4): a bounded in-process LRU of finished renders, keyed by
- * the hash of (normalised request, format, requested Ignition version, renderer version).
- * Keyed by content, so replicas never serve each other's stale data.
+ * The render cache (DESIGN §4): bounded in-process LRUs keyed by content, so replicas
+ * never serve each other's stale data.
+ *
+ * Two levels, both bounded in bytes:
+ * - requests: hash of the raw body (syntax + text) → the validated request and its
+ *   canonical digest, so a repeated body is neither parsed nor validated again;
+ * - renders: hash of (canonical request digest, format, requested Ignition version,
+ *   renderer version) → the finished render. Equivalent requests (key order, YAML
+ *   versus JSON) share the canonical digest and so hit the same render.
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import stringify from 'safe-stable-stringify';
 import type { RenderResult } from '../render.js';
+import type { RequestSyntax } from '../request/parse.js';
 import type { NodeBootstrap, OutputFormat } from '../request/schema.js';
 import { RENDERER_VERSION } from '../version.js';
 
-/** Counters the metrics read. */
+/** Counters the metrics read (render level). */
 export interface CacheStats {
   hits: number;
   misses: number;
 }
 
-/**
- * Key for a render: SHA-256 over the canonical JSON of the validated request (keys
- * sorted, so key order and YAML-versus-JSON do not matter; binary contents as base64),
- * the format, the requested Ignition version and {@link RENDERER_VERSION}.
- */
-export function renderKey(req: NodeBootstrap, format: OutputFormat, ignitionVersion: string | undefined): string {
-  const canonical = stringify(req, (_key, value: unknown) => (value instanceof Uint8Array ? { base64: Buffer.from(value).toString('base64') } : value));
-  return createHash('sha256').update(`${RENDERER_VERSION}\n${format}\n${ignitionVersion ?? ''}\n${canonical}`).digest('base64url');
+/** A validated request and the digest of its canonical form. */
+export interface KnownRequest {
+  req: NodeBootstrap;
+  /** base64url SHA-256 of the canonical JSON (keys sorted, binary as base64). */
+  digest: string;
 }
 
-/** An LRU of renders bounded by the total size of their bodies, in bytes. */
+const sha256 = (text: string) => createHash('sha256').update(text).digest('base64url');
+
+/**
+ * Digest of a validated request's canonical JSON: keys sorted, so key order and YAML
+ * versus JSON do not matter; binary contents as `{base64}`.
+ */
+export function requestDigest(req: NodeBootstrap): string {
+  const canonical = stringify(req, (_key, value: unknown) => (value instanceof Uint8Array ? { base64: Buffer.from(value).toString('base64') } : value));
+  return sha256(canonical ?? '');
+}
+
+/** Key of one render of a request. */
+export function renderKey(digest: string, format: OutputFormat, ignitionVersion: string | undefined): string {
+  return sha256(`${RENDERER_VERSION}\n${format}\n${ignitionVersion ?? ''}\n${digest}`);
+}
+
+/** The two LRUs. Cached objects are shared between requests and never mutated. */
 export class RenderCache {
-  private readonly lru: LRUCache<string, RenderResult> | undefined;
+  private readonly renders: LRUCache<string, RenderResult> | undefined;
+  private readonly requests: LRUCache<string, KnownRequest & { bytes: number }> | undefined;
   readonly stats: CacheStats = { hits: 0, misses: 0 };
 
-  /** @param maxBytes bound on the summed body sizes; 0 disables caching. */
+  /**
+   * @param maxBytes bound on the summed sizes of cached bodies, in bytes, for each level
+   *   (rendered bodies; raw request texts); 0 disables caching.
+   */
   constructor(maxBytes: number) {
-    this.lru = maxBytes > 0 ? new LRUCache<string, RenderResult>({ maxSize: maxBytes, sizeCalculation: (r) => Math.max(1, r.size) }) : undefined;
+    this.renders = maxBytes > 0 ? new LRUCache<string, RenderResult>({ maxSize: maxBytes, sizeCalculation: (r) => Math.max(1, r.size) }) : undefined;
+    this.requests = maxBytes > 0 ? new LRUCache<string, KnownRequest & { bytes: number }>({ maxSize: maxBytes, sizeCalculation: (r) => Math.max(1, r.bytes) }) : undefined;
+  }
+
+  /**
+   * The validated request for a raw body, parsing and validating only on a miss.
+   *
+   * @throws whatever `parse` throws (RequestError for bad input; nothing is cached).
+   */
+  request(text: string, syntax: RequestSyntax, parse: () => NodeBootstrap): KnownRequest {
+    const key = sha256(`${syntax}\n${text}`);
+    const known = this.requests?.get(key);
+    if (known) return known;
+    const req = parse();
+    const entry = { req, digest: requestDigest(req), bytes: Buffer.byteLength(text) };
+    this.requests?.set(key, entry);
+    return entry;
   }
 
   /** The cached render for `key`, or the result of `render()` (cached when it fits). */
-  getOrRender(key: string, render: () => RenderResult): RenderResult {
-    const hit = this.lru?.get(key);
+  render(key: string, render: () => RenderResult): RenderResult {
+    const hit = this.renders?.get(key);
     if (hit) {
       this.stats.hits++;
       return hit;
     }
     this.stats.misses++;
     const result = render();
-    this.lru?.set(key, result);
+    this.renders?.set(key, result);
     return result;
   }
 
-  /** Bytes of bodies held. */
+  /** Bytes of rendered bodies held. */
   get bytes(): number {
-    return this.lru?.calculatedSize ?? 0;
+    return this.renders?.calculatedSize ?? 0;
   }
 }

@@ -11,7 +11,6 @@ import swaggerUi from '@fastify/swagger-ui';
 import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createJsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { ZodType } from 'zod';
 import type { Config, Scope } from '../config.js';
 import { RequestError } from '../errors.js';
 import { hasScope, type Principal, TokenTable } from './auth.js';
@@ -22,8 +21,6 @@ import { problem, PROBLEM_MEDIA_TYPE, type ProblemKind } from './problems.js';
 import { healthRoutes } from './routes/health.js';
 import { renderRoutes } from './routes/render.js';
 import { registerBodyParsers, REQUEST_SYNTAX_OF } from './body.js';
-import { validateNodeBootstrap } from '../request/parse.js';
-import { nodeBootstrapSchema } from '../request/schema.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -66,19 +63,6 @@ const FASTIFY_ERRORS: Record<string, [ProblemKind, number, string]> = {
   FST_ERR_CTP_EMPTY_TYPE: ['malformed-request', 400, 'the Content-Type header is empty'],
   FST_ERR_CTP_INVALID_TYPE: ['unsupported-media-type', 415, 'the Content-Type header is not a valid media type'],
 };
-
-/**
- * Body validation for NodeBootstrap routes: the same validation as the CLI (schema,
- * cross-field and role checks), so its RequestError (422, errors[] by field) reaches the
- * error handler unchanged.
- */
-function validateRequestBody(data: unknown): { value: unknown } | { error: Error } {
-  try {
-    return { value: validateNodeBootstrap(data) };
-  } catch (e) {
-    return { error: e as Error };
-  }
-}
 
 function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (error instanceof RequestError) {
@@ -124,8 +108,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     return503OnClosing: true,
     forceCloseConnections: false,
   }).withTypeProvider<ZodTypeProvider>();
-  app.setValidatorCompiler<ZodType>((route) => (route.schema === nodeBootstrapSchema ? validateRequestBody : validatorCompiler(route)));
-  registerBodyParsers(app);
+  app.setValidatorCompiler(validatorCompiler);
+  registerBodyParsers(app, 'document');
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) => sendProblem(reply, 'not-found', 404, `no route for ${request.method} ${request.url.split('?')[0]!}`));

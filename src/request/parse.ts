@@ -32,7 +32,7 @@ export function parseDocument(text: string, syntax: RequestSyntax): unknown {
     try {
       JSON.parse(text);
     } catch (e) {
-      const m = /position (\d+)/.exec(String((e as Error).message));
+      const m = /position (\d+)/.exec((e as Error).message);
       const where = m ? ` at ${lineColumn(text, Number(m[1]))}` : '';
       throw new RequestError([{ path: '', message: `malformed JSON${where}` }], 400);
     }

@@ -44,8 +44,8 @@ spec:
   });
 
   it('refuses duplicate keys in YAML and in JSON', () => {
-    assert.throws(() => parseDocument('a: 1\na: 2\n', 'yaml'), (e: RequestError) => e.status === 400 && /duplicated mapping key/.test(e.problems[0]!.message));
-    assert.throws(() => parseDocument('{"a": 1, "a": 2}', 'json'), (e: RequestError) => e.status === 400 && /duplicated mapping key/.test(e.problems[0]!.message));
+    assert.throws(() => parseDocument('a: 1\na: 2\n', 'yaml'), (e: RequestError) => e.status === 400 && e.problems[0]!.message.includes('duplicated mapping key'));
+    assert.throws(() => parseDocument('{"a": 1, "a": 2}', 'json'), (e: RequestError) => e.status === 400 && e.problems[0]!.message.includes('duplicated mapping key'));
   });
 
   it('reports malformed input by position without quoting it', () => {

@@ -2,14 +2,14 @@
  * Operations routes: liveness, readiness and Prometheus metrics. Public (probes and
  * scrapers carry no token); none of them returns a secret.
  */
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ServiceContext } from '../server.js';
 
 const status = z.object({ status: z.literal('ok') });
 
 /** `GET /healthz`, `GET /readyz`, `GET /metrics`. */
-export const healthRoutes: FastifyPluginAsyncZod<ServiceContext> = async (app, ctx) => {
+export const healthRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
   // Liveness stays 200 under overload (a busy process is alive); readiness sheds it.
   app.get('/healthz', { config: { pressureHandler: () => undefined }, schema: { tags: ['operations'], summary: 'Liveness: the process serves HTTP', response: { 200: status } } }, () => ({ status: 'ok' as const }));
   app.get('/readyz', { schema: { tags: ['operations'], summary: 'Readiness: the service can render', response: { 200: status } } }, () => ({ status: 'ok' as const }));
@@ -25,4 +25,5 @@ export const healthRoutes: FastifyPluginAsyncZod<ServiceContext> = async (app, c
     },
     async (_request, reply) => reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics()),
   );
+  done();
 };

@@ -3,12 +3,14 @@
  * content negotiation, with a strong ETag, `If-None-Match` → 304 and the render cache.
  */
 import { createHash } from 'node:crypto';
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { z } from 'zod';
+import { type FastifyPluginCallbackZod, validatorCompiler } from 'fastify-type-provider-zod';
+import { type ZodType, z } from 'zod';
 import { CLOUD_CONFIG_MEDIA_TYPE } from '../../provision/cloudinit/render.js';
 import { highestSpecAtMost } from '../../provision/ignition/versions.js';
 import { IGNITION_MEDIA_TYPE, renderNodeBootstrap, type RenderResult } from '../../render.js';
+import { parseNodeBootstrap } from '../../request/parse.js';
 import { nodeBootstrapSchema, OUTPUT_FORMATS } from '../../request/schema.js';
+import { type RawBody, registerBodyParsers } from '../body.js';
 import { renderKey } from '../cache.js';
 import { ENVELOPE_MEDIA_TYPE, negotiate } from '../negotiate.js';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
@@ -61,7 +63,11 @@ export function noneMatch(header: string | undefined, etag: string): boolean {
 const problemContent = { content: { [PROBLEM_MEDIA_TYPE]: { schema: problemSchema } } };
 
 /** The render route. Needs the `render` scope. */
-export const renderRoutes: FastifyPluginAsyncZod<ServiceContext> = async (app, ctx) => {
+export const renderRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
+  // In this plugin's scope only: bodies stay raw text, and the body "validator" passes
+  // them through (the schema still documents the body in OpenAPI).
+  registerBodyParsers(app, 'raw');
+  app.setValidatorCompiler<ZodType>((route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route)));
   app.post(
     '/v1/render',
     {
@@ -105,10 +111,13 @@ export const renderRoutes: FastifyPluginAsyncZod<ServiceContext> = async (app, c
     },
     async (request, reply) => {
       reply.header('vary', 'Accept');
-      const req = request.body;
+      // The body arrives unparsed (see registerBodyParsers below): a repeated body is served
+      // from the cache without parsing; a new one is parsed and validated exactly as the CLI does.
+      const raw = request.body as unknown as RawBody;
+      const { req, digest } = ctx.cache.request(raw.text, raw.syntax, () => parseNodeBootstrap(raw.text, raw.syntax));
       const n = negotiate(request.query.format, request.headers.accept, req.spec.output?.format ?? 'cloud-config', (v) => highestSpecAtMost(v) !== undefined);
       const requestedVersion = request.query.ignitionVersion ?? n.ignitionVersion;
-      const result = ctx.cache.getOrRender(renderKey(req, n.format, requestedVersion), () =>
+      const result = ctx.cache.render(renderKey(digest, n.format, requestedVersion), () =>
         renderNodeBootstrap(req, {
           format: n.format,
           ...(requestedVersion !== undefined ? { ignitionVersion: requestedVersion, ignitionVersionField: request.query.ignitionVersion ? 'ignitionVersion' : 'Accept' } : {}),
@@ -120,7 +129,9 @@ export const renderRoutes: FastifyPluginAsyncZod<ServiceContext> = async (app, c
       reply.header('etag', etag).header('cache-control', 'private, no-cache');
       if (noneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
       const type = n.envelope ? ENVELOPE_MEDIA_TYPE : result.format === 'ignition' ? result.mediaType : `${CLOUD_CONFIG_MEDIA_TYPE}; charset=utf-8`;
-      return reply.header('content-type', type).send(Buffer.from(body, 'utf8'));
+      // Bytes, not a string: fastify then sends the media type exactly as given (no added charset).
+      return reply.header('content-type', type).send(Buffer.from(body, 'utf8') as unknown as string);
     },
   );
+  done();
 };

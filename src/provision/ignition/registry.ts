@@ -16,24 +16,21 @@ export class PathRegistry {
   constructor(private readonly problems: FieldProblem[]) {}
 
   /**
-   * Claim `path` for `what` (e.g. `file`, `unit kubeadm-bootstrap.service`).
-   *
-   * @param origin the request field claiming it, blamed if the path is taken
-   * @returns false (and records a problem at `origin`) when it was claimed already
+   * Claim `path` for `what` (`file`, `directory`, `unit <name>`); a path claimed already
+   * records a problem at `origin`, the request field making the second claim.
    */
-  claim(path: string, what: string, origin: string): boolean {
+  claim(path: string, what: string, origin: string): void {
     const owner = this.owners.get(path);
-    if (owner) {
-      const by = owner.origin === origin ? 'the same item' : owner.origin;
-      this.problems.push({ path: origin, message: `${what} ${path} clashes with the ${owner.what} there (from ${by}); Ignition needs one entry per path` });
-      return false;
+    if (!owner) {
+      this.owners.set(path, { what, origin });
+      return;
     }
-    this.owners.set(path, { what, origin });
-    return true;
+    const by = owner.origin === origin ? 'the same item' : owner.origin;
+    this.problems.push({ path: origin, message: `${what} at ${path} clashes with the ${owner.what} there (from ${by}); Ignition needs one entry per path` });
   }
 
   /** Claim the file Ignition writes for unit `name`. */
-  claimUnit(name: string, origin: string): boolean {
-    return this.claim(`${UNIT_DIR}/${name}`, `unit ${name} at`, origin);
+  claimUnit(name: string, origin: string): void {
+    this.claim(`${UNIT_DIR}/${name}`, `unit ${name}`, origin);
   }
 }

@@ -6,7 +6,7 @@
 import { type FieldProblem, RequestError, fieldError } from '../../errors.js';
 import type { ProvisioningPlan } from '../plan/types.js';
 import { bootstrapEntries } from './bootstrap.js';
-import type { IgnitionDirectory, IgnitionDisk, IgnitionFile, IgnitionUnit, IgnitionUser, Sourced } from './config.js';
+import type { IgnitionFile, IgnitionUnit, Sourced } from './config.js';
 import type { EncodeOptions } from './dataurl.js';
 import { directoryEntries, fileEntries } from './files.js';
 import { mountUnits } from './mounts.js';
@@ -45,15 +45,14 @@ function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Reco
   const ntp = ntpEntries(plan.ntp, encoding, problems);
   const derivedFiles = [...boot.files, ...passwd.files, ...ntp.files];
   const planFiles = fileEntries(plan.files, encoding, problems);
-  const directories: Sourced<IgnitionDirectory>[] = directoryEntries(plan.directories, problems);
-  const disks: Sourced<IgnitionDisk>[] = diskEntries(plan.disks, problems);
+  const directories = directoryEntries(plan.directories, problems);
+  const disks = diskEntries(plan.disks, problems);
   const filesystems = filesystemEntries(plan.filesystems, plan.disks, problems);
   const planUnits: Sourced<IgnitionUnit>[] = plan.units.map((u, i) => ({
     entry: { name: u.name, ...(u.enabled !== undefined ? { enabled: u.enabled } : {}), ...(u.contents !== undefined ? { contents: u.contents } : {}) },
     origin: `plan.units[${i}]`,
   }));
   const derivedUnits = [...mountUnits(plan.mounts, filesystems.resolved, problems), ...ntp.units, ...boot.units];
-  const users: Sourced<IgnitionUser>[] = passwd.users;
 
   // One owner per path. Entries bootwright derives (scripts, units, sudoers, NTP) claim
   // theirs before the plan's explicit files, directories and units, so a clash names the
@@ -77,7 +76,7 @@ function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Reco
     ignition: { version },
     storage,
     systemd: { units: entries(units) },
-    ...(users.length ? { passwd: { users: entries(users) } } : {}),
+    ...(passwd.users.length ? { passwd: { users: entries(passwd.users) } } : {}),
   };
 }
 
