@@ -10,7 +10,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { createJsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { createJsonSchemaTransform, createJsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config, Scope } from '../config.js';
 import { RequestError } from '../errors.js';
 import { hasScope, type Principal, TokenTable } from './auth.js';
@@ -48,6 +48,35 @@ export interface ServerOptions {
 
 /** Headers and body paths pino must never print. */
 const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', 'res.headers["set-cookie"]'];
+
+const SCHEMA_REF = '#/components/schemas/';
+
+/**
+ * Keep only the `components.schemas` the document references (transitively), sorted by
+ * name. The zod type provider emits an input and an output twin of every named schema;
+ * the unused twins would otherwise be dead components in the OpenAPI document.
+ */
+function usedSchemasOnly<T extends object>(doc: T): T {
+  const { components, ...rest } = doc as { components?: { schemas?: Record<string, unknown> } };
+  const schemas = components?.schemas;
+  if (!schemas) return doc;
+  const used = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (node === null || typeof node !== 'object') return;
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string' && value.startsWith(SCHEMA_REF)) {
+        const name = value.slice(SCHEMA_REF.length);
+        if (!used.has(name)) {
+          used.add(name);
+          visit(schemas[name]);
+        }
+      } else visit(value);
+    }
+  };
+  visit(rest);
+  const kept = Object.keys(schemas).filter((name) => used.has(name)).sort();
+  return { ...rest, components: { ...components, schemas: Object.fromEntries(kept.map((name) => [name, schemas[name]])) } } as T;
+}
 
 /** Send a problem document. */
 export function sendProblem(reply: FastifyReply, kind: ProblemKind, status: number, detail: string, errors?: RequestError['problems']): FastifyReply {
@@ -154,6 +183,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       errorResponseBuilder: (_request, ctx) => ({ ...problem('too-many-requests', 429, `rate limit of ${ctx.max} requests per ${config.rateLimitWindowSeconds} s exceeded; retry after ${Math.ceil(ctx.ttl / 1000)} s`), statusCode: 429 }),
     });
   }
+  const toComponents = createJsonSchemaTransformObject({ zodToJsonConfig: { unrepresentable: 'any' } });
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -171,6 +201,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       ],
     },
     transform: createJsonSchemaTransform({ skipList: ['/docs', '/docs/*', '/openapi.json'], zodToJsonConfig: { unrepresentable: 'any' } }),
+    // Named zod schemas (`.meta({ id })`) become components; without this their $refs dangle.
+    transformObject: (doc) => usedSchemasOnly(toComponents(doc)),
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());

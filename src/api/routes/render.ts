@@ -60,6 +60,9 @@ export function noneMatch(header: string | undefined, etag: string): boolean {
   return header.split(',').some((t) => t.trim().replace(/^W\//, '') === ours);
 }
 
+/** The request body as a named OpenAPI component (`NodeBootstrapInput`), documented once for both media types. */
+const nodeBootstrapBody = nodeBootstrapSchema.meta({ id: 'NodeBootstrap', description: 'A node bootstrap request (YAML or JSON)' });
+
 const problemContent = { content: { [PROBLEM_MEDIA_TYPE]: { schema: problemSchema } } };
 
 /** The render route. Needs the `render` scope. */
@@ -85,7 +88,7 @@ export const renderRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx,
           format: z.enum(OUTPUT_FORMATS).optional().describe('payload format; wins over Accept'),
           ignitionVersion: z.string().regex(/^\d+\.\d+(\.\d+)?$/).optional().describe('Ignition spec to serve (highest supported not above it)'),
         }),
-        body: nodeBootstrapSchema,
+        body: nodeBootstrapBody,
         headers: z.object({ accept: z.string().optional(), 'if-none-match': z.string().optional() }),
         response: {
           200: {
@@ -96,7 +99,7 @@ export const renderRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx,
               [ENVELOPE_MEDIA_TYPE]: { schema: envelopeSchema },
             },
           },
-          304: { description: 'Not modified: If-None-Match matched the ETag', content: {} },
+          304: z.null().describe('Not modified: If-None-Match matched the ETag'),
           400: { description: 'Malformed body', ...problemContent },
           401: { description: 'Missing or unknown bearer token', ...problemContent },
           403: { description: 'Token lacks the render scope', ...problemContent },

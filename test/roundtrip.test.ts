@@ -1,0 +1,110 @@
+/**
+ * Round trip: hard file contents and commands go in, both outputs are decoded the way a
+ * node decodes them, and the bytes and command lines that come out equal what went in.
+ * Every output also passes the real validators and the conformance schemas.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { gzipSync } from 'node:zlib';
+import { load, YAML11_SCHEMA } from 'js-yaml';
+import { checkIgnitionRules } from '../src/provision/ignition/rules.js';
+import { renderNodeBootstrap } from '../src/render.js';
+import { validateNodeBootstrap } from '../src/request/parse.js';
+import { cloudConfigFiles, ignitionFiles } from './support/decode.js';
+import { worker } from './support/requests.js';
+import { cloudInitSchema, ignitionValidate, ignitionValidateKnows, validateCloudConfigSchema, validateIgnitionSchema } from './support/validators.js';
+
+const COMMANDS = [
+  'echo key: value',
+  'echo "# not a comment" # a comment',
+  '* leading star is a shell glob here',
+  'sleep 1 & wait',
+  '! false',
+  'printf "%s%%\\n" 100',
+  `echo 'single' "double" \`backtick\``,
+  'echo "$(hostname) ${HOME}"',
+  "cat <<'EOF' > /etc/heredoc.txt\nline one: with colon\n  indented # hash\nEOF",
+  'sed -i \'s/{{ .PodSubnet }}/192.168.0.0\\/16/\' /etc/cni/calico.yaml',
+  '- leading dash',
+  '{"json": "like"}',
+  '[ -f /etc/flag ] && echo yes',
+];
+
+const TEXTS: Record<string, string> = {
+  'leading-spaces': '   indented first line\n  second\n',
+  'no-trailing-newline': 'no newline at the end',
+  'several-trailing-newlines': 'text\n\n\n\n',
+  crlf: 'windows\r\nline endings\r\n',
+  tabs: '\tkey:\tvalue\n\t\tdeeper\n',
+  cjk: '日本語のテキスト、中文文本，한국어 텍스트\n',
+  emoji: '🚀 deploy 🎉 done ✅\n',
+  yes: 'yes',
+  on: 'on',
+  no: 'no',
+  octal: '0644',
+  tilde: '~',
+  null: 'null',
+  'long-line': `${'x'.repeat(150)} ${'y'.repeat(149)}\n`,
+  'colon-hash': 'a: b # c\n- d\n? e\n',
+  'only-newlines': '\n\n',
+  empty: '',
+  'one-mib': `${'0123456789abcdef'.repeat(64)}\n`.repeat(1024),
+};
+
+const BINARY = Buffer.concat([randomBytes(4096), Buffer.from([0, 0xff, 0xfe, 0x0d, 0x0a])]);
+
+function files() {
+  const list: { path: string; content: string; encoding?: string }[] = Object.entries(TEXTS).map(([name, content]) => ({ path: `/etc/roundtrip/${name}.txt`, content }));
+  list.push({ path: '/etc/roundtrip/binary.bin', content: BINARY.toString('base64'), encoding: 'base64' });
+  list.push({ path: '/etc/roundtrip/gzip.bin', content: gzipSync(BINARY).toString('base64'), encoding: 'gzip+base64' });
+  list.push({ path: '/etc/roundtrip/gzip-text.txt', content: gzipSync(TEXTS['one-mib']!).toString('base64'), encoding: 'gzip+base64' });
+  return list;
+}
+
+function expectedBytes(path: string): Buffer {
+  if (path.endsWith('binary.bin') || path.endsWith('gzip.bin')) return BINARY;
+  if (path.endsWith('gzip-text.txt')) return Buffer.from(TEXTS['one-mib']!);
+  return Buffer.from(TEXTS[path.slice('/etc/roundtrip/'.length, -'.txt'.length)]!, 'utf8');
+}
+
+const request = () =>
+  validateNodeBootstrap(worker({ provisioning: { files: files(), preKubeadmCommands: COMMANDS, postKubeadmCommands: [...COMMANDS].reverse(), bootCommands: COMMANDS.slice(0, 3) } }));
+
+describe('round trip', () => {
+  it('cloud-config: every file decodes to its input bytes, every command survives exactly', async () => {
+    const out = renderNodeBootstrap(request(), { format: 'cloud-config' });
+    assert.deepEqual(validateCloudConfigSchema(out.body), []);
+    assert.deepEqual(await cloudInitSchema(out.body), []);
+    const decoded = cloudConfigFiles(out.body);
+    for (const f of files()) assert.deepEqual(decoded.get(f.path), expectedBytes(f.path), f.path);
+    const doc = load(out.body, { schema: YAML11_SCHEMA }) as { runcmd: string[]; bootcmd: string[] };
+    assert.deepEqual(doc.runcmd.slice(0, COMMANDS.length), COMMANDS);
+    assert.deepEqual(doc.runcmd.slice(COMMANDS.length + 1), [...COMMANDS].reverse());
+    assert.deepEqual(doc.bootcmd, COMMANDS.slice(0, 3));
+  });
+
+  for (const version of ['3.0.0', '3.1.0', '3.3.0', '3.4.0', '3.6.0']) {
+    it(`Ignition ${version}: every file decodes to its input bytes, every command is a line of the script`, async () => {
+      const out = renderNodeBootstrap(request(), { format: 'ignition', ignitionVersion: version });
+      assert.equal(out.ignitionVersion, version);
+      const config = JSON.parse(out.body) as { storage: { files: { path: string; contents?: { compression?: string } }[] } };
+      assert.deepEqual(validateIgnitionSchema(out.body, version), []);
+      assert.deepEqual(checkIgnitionRules(config), []);
+      if (ignitionValidateKnows(version)) assert.deepEqual(await ignitionValidate(out.body), []);
+      const decoded = ignitionFiles(config);
+      for (const f of files()) assert.deepEqual(decoded.get(f.path), expectedBytes(f.path), f.path);
+      const script = decoded.get('/etc/kubeadm/bootstrap.sh')!.toString('utf8');
+      const bootScript = decoded.get('/etc/kubeadm/bootcmd.sh')!.toString('utf8');
+      for (const c of COMMANDS) {
+        assert.ok(script.includes(`\n${c}\n`), `bootstrap.sh lacks ${JSON.stringify(c)}`);
+      }
+      for (const c of COMMANDS.slice(0, 3)) assert.ok(bootScript.includes(`\n${c}\n`));
+      // gzip is used only where it is smaller, and only from 3.1.0 (Ignition decompresses data: URLs since then)
+      const compression = (path: string) => config.storage.files.find((f) => f.path === path)!.contents?.compression;
+      assert.equal(compression('/etc/roundtrip/gzip-text.txt'), version === '3.0.0' ? undefined : 'gzip');
+      assert.equal(compression('/etc/roundtrip/one-mib.txt'), version === '3.0.0' ? undefined : 'gzip');
+      assert.equal(compression('/etc/roundtrip/gzip.bin'), undefined, 'random bytes do not shrink');
+    });
+  }
+});
