@@ -1,16 +1,25 @@
 /**
  * `npm run bench`: every benchmark, one run, figures as ratios where they compare.
- * Set BENCH_TIME (milliseconds per measured task, default 500) for longer runs.
+ * BENCH_TIME: milliseconds per measured render task (default 500); BENCH_HTTP_SECONDS:
+ * seconds per HTTP load (default 10).
  */
+import { httpBenchmark } from './http.js';
 import { renderBenchmark } from './render.js';
 
-const time = Number(process.env.BENCH_TIME ?? 500);
 const f = (n: number, d = 1) => n.toFixed(d);
 
 console.log('# render (no cache)');
 console.log('subject                 | render µs | validated µs | renders/s | serialize µs | render/serialize');
-for (const r of await renderBenchmark(time)) {
+for (const r of await renderBenchmark(Number(process.env.BENCH_TIME ?? 500))) {
   console.log(
     `${r.name.padEnd(23)} | ${f(r.renderMicros).padStart(9)} | ${f(r.renderValidatedMicros).padStart(12)} | ${f(r.rendersPerSecond, 0).padStart(9)} | ${f(r.serializeMicros).padStart(12)} | ${f(r.ratioToSerialize, 2).padStart(16)}`,
   );
 }
+
+console.log('\n# HTTP (autocannon, loopback, 32 connections)');
+const http = await httpBenchmark(Number(process.env.BENCH_HTTP_SECONDS ?? 10));
+console.log('load                         | req/s    | p50 ms | p99 ms | non-2xx | errors');
+for (const h of http.figures) {
+  console.log(`${h.name.padEnd(28)} | ${f(h.requestsPerSecond, 0).padStart(8)} | ${f(h.p50Ms, 2).padStart(6)} | ${f(h.p99Ms, 2).padStart(6)} | ${String(h.non2xx).padStart(7)} | ${h.errors}`);
+}
+console.log(`cache hit / bare: ${f(http.hitOverBare, 2)}`);

@@ -53,7 +53,7 @@ describe('shared cases', () => {
     assert.throws(
       () => parseNodeBootstrap(text('001-command-with-template-braces.yaml'), 'yaml'),
       (e: RequestError) =>
-        e.problems.length === 1 && e.problems[0]!.path === 'spec.provisioning.postKubeadmCommands[1]' && /quote the whole command/.test(e.problems[0]!.message),
+        e.problems.length === 1 && e.problems[0]!.path === 'spec.provisioning.postKubeadmCommands[1]' && e.problems[0]!.message.includes('quote the whole command'),
     );
     // The commands the author meant, as strings.
     const value = load(text('001-command-with-template-braces.yaml')) as { spec: { provisioning: { postKubeadmCommands: unknown[] } } };

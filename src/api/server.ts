@@ -135,7 +135,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     return503OnClosing: true,
-    forceCloseConnections: false,
+    forceCloseConnections: 'idle',
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   registerBodyParsers(app, 'document');
@@ -160,6 +160,16 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     if (!hasScope(principal, scope)) return sendProblem(reply, 'forbidden', 403, `the token lacks the "${scope}" scope`);
     request.principal = principal;
   });
+  // While closing, responses finishing in flight say `Connection: close`, so keep-alive
+  // clients do not hold the process open until the idle timeout.
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
   app.addHook('onResponse', async (request, reply) => {
     metrics.requestDuration.observe(
       { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(reply.statusCode) },
@@ -170,6 +180,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   if (config.maxEventLoopDelayMs > 0) {
     await app.register(underPressure, {
       maxEventLoopDelay: config.maxEventLoopDelayMs,
+      // Sample four times a second, so overload is noticed (and its end too) within ~250 ms.
+      sampleInterval: 250,
       retryAfter: config.retryAfterSeconds,
       exposeStatusRoute: false,
     });

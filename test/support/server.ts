@@ -27,6 +27,9 @@ export async function testService(overrides: Partial<Config> = {}): Promise<Test
     {
       logLevel: 'info',
       rateLimitMax: 0,
+      // Tests block the event loop on purpose (synchronous child processes); shedding is
+      // tested on its own with this turned on.
+      maxEventLoopDelayMs: 0,
       tokens: [
         { name: 'admin', token: ADMIN, scopes: ['admin'] },
         { name: 'renderer', token: RENDERER, scopes: ['render'] },

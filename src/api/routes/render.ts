@@ -77,6 +77,7 @@ export const renderRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx,
       config: { scope: 'render' },
       schema: {
         tags: ['render'],
+        operationId: 'renderNodeBootstrap',
         summary: 'Render bootstrap data for a NodeBootstrap',
         description:
           'Format: `?format=` wins, then `Accept` (q-values honoured), then `spec.output.format`, then cloud-config. ' +
@@ -89,7 +90,10 @@ export const renderRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx,
           ignitionVersion: z.string().regex(/^\d+\.\d+(\.\d+)?$/).optional().describe('Ignition spec to serve (highest supported not above it)'),
         }),
         body: nodeBootstrapBody,
-        headers: z.object({ accept: z.string().optional(), 'if-none-match': z.string().optional() }),
+        headers: z.object({
+          accept: z.string().optional().describe('media types wanted, e.g. application/vnd.coreos.ignition+json;version=3.4.0'),
+          'if-none-match': z.string().optional().describe('an ETag from an earlier response; a match answers 304'),
+        }),
         response: {
           200: {
             description: 'Bootstrap data',
@@ -99,7 +103,7 @@ export const renderRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx,
               [ENVELOPE_MEDIA_TYPE]: { schema: envelopeSchema },
             },
           },
-          304: z.null().describe('Not modified: If-None-Match matched the ETag'),
+          304: z.undefined().describe('Not modified: If-None-Match matched the ETag'),
           400: { description: 'Malformed body', ...problemContent },
           401: { description: 'Missing or unknown bearer token', ...problemContent },
           403: { description: 'Token lacks the render scope', ...problemContent },

@@ -1,0 +1,103 @@
+/**
+ * HTTP benchmark (issue: HTTP API): autocannon on loopback against POST /v1/render on the
+ * cache-hit path, against a bare fastify route returning the same bytes, and on the
+ * cache-miss path (every request a new node name). Servers run as child processes; rate
+ * limiting and overload shedding are off. Figures are from one run; compare ratios.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import autocannon from 'autocannon';
+import { load } from 'js-yaml';
+
+/** One measured load. */
+export interface HttpFigure {
+  name: string;
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+  errors: number;
+}
+
+const TOKEN = 'bench-token-0123456789abcdef';
+
+/** A free loopback port (listen on 0, read it, close). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+/** Start a server process; resolves once it answers on `port`. */
+async function start(args: string[], port: number, env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  for (let i = 0; i < 100; i++) {
+    if (child.exitCode !== null) throw new Error(`server exited ${child.exitCode}`);
+    try {
+      await fetch(`http://127.0.0.1:${port}/healthz`);
+      return { child, port };
+    } catch {
+      await sleep(100);
+    }
+  }
+  child.kill();
+  throw new Error('server did not start within 10 s');
+}
+
+async function load_(name: string, opts: autocannon.Options): Promise<HttpFigure> {
+  const r = await autocannon(opts);
+  return { name, requestsPerSecond: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
+}
+
+/** Run the HTTP benchmark; `seconds` per load, `connections` concurrent clients. */
+export async function httpBenchmark(seconds = 10, connections = 32): Promise<{ figures: HttpFigure[]; hitOverBare: number }> {
+  const worker = load(readFileSync(new URL('../examples/worker.yaml', import.meta.url), 'utf8')) as { metadata: { name: string } };
+  const body = JSON.stringify(worker);
+  const ourPort = await freePort();
+  const ours = await start(['src/cli.ts', 'serve'], ourPort, {
+    BOOTWRIGHT_PORT: String(ourPort),
+    BOOTWRIGHT_LOG_LEVEL: 'warn',
+    BOOTWRIGHT_RATE_LIMIT_MAX: '0',
+    BOOTWRIGHT_MAX_EVENT_LOOP_DELAY_MS: '0',
+    BOOTWRIGHT_DATA_DIR: mkdtempSync(join(tmpdir(), 'bootwright-bench-')),
+    BOOTWRIGHT_TOKENS: JSON.stringify([{ name: 'bench', token: TOKEN, scopes: ['render'] }]),
+  });
+  const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', accept: 'text/cloud-config' };
+  const url = `http://127.0.0.1:${ours.port}/v1/render`;
+  const sample = await fetch(url, { method: 'POST', headers, body });
+  const bytesFile = join(mkdtempSync(join(tmpdir(), 'bootwright-bench-')), 'user-data');
+  writeFileSync(bytesFile, Buffer.from(await sample.arrayBuffer()));
+  const barePort = await freePort();
+  const bare = await start(['bench/bare-server.ts', String(barePort), bytesFile], barePort);
+  try {
+    const base: autocannon.Options = { url, method: 'POST', headers, body, duration: seconds, connections };
+    // warm both up, then measure
+    await autocannon({ ...base, duration: 2 });
+    await autocannon({ ...base, url: `http://127.0.0.1:${bare.port}/v1/render`, duration: 2 });
+    const hit = await load_('POST /v1/render, cache hit', base);
+    const bareFig = await load_('bare fastify, same bytes', { ...base, url: `http://127.0.0.1:${bare.port}/v1/render` });
+    let n = 0;
+    const miss = await load_('POST /v1/render, cache miss', {
+      ...base,
+      requests: [
+        {
+          method: 'POST',
+          setupRequest: (req) => ({ ...req, body: JSON.stringify({ ...worker, metadata: { name: `bench-${n++}` } }) }),
+        },
+      ],
+    });
+    return { figures: [hit, bareFig, miss], hitOverBare: hit.requestsPerSecond / bareFig.requestsPerSecond };
+  } finally {
+    ours.child.kill('SIGTERM');
+    bare.child.kill('SIGTERM');
+  }
+}
