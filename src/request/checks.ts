@@ -118,8 +118,13 @@ function checkProvisioning(req: NodeBootstrap, problems: FieldProblem[]): void {
   const prov = req.spec.provisioning;
   if (!prov) return;
   const seen = new Map<string, number>();
+  const paths = new Set(prov.files?.map((f) => f.path));
   prov.files?.forEach((f, i) => {
     const path = `spec.provisioning.files[${i}].path`;
+    // A file cannot stand where the node needs a directory: above another file, or above
+    // (or at) a directory bootwright writes into.
+    const below = [...paths].find((other) => other.startsWith(`${f.path}/`)) ?? GENERATED_PATH_PREFIXES.find((g) => g.startsWith(`${f.path}/`));
+    if (below) problems.push({ path, message: `must be a directory on the node, since ${below} is written under it` });
     const first = seen.get(f.path);
     if (first !== undefined) problems.push({ path, message: `duplicates spec.provisioning.files[${first}].path` });
     else seen.set(f.path, i);

@@ -3,6 +3,7 @@
  * RequestError listing every problem with its field path out.
  */
 import { binaryTag, CORE_SCHEMA, load, YAMLException } from 'js-yaml';
+import { printParseErrorCode, visit } from 'jsonc-parser';
 import type { z } from 'zod';
 import { type FieldProblem, RequestError } from '../errors.js';
 import { checkRequest } from './checks.js';
@@ -21,38 +22,52 @@ const REQUEST_YAML_SCHEMA = CORE_SCHEMA.withTags(binaryTag);
  * Parse request text into a plain value, refusing duplicate keys in both syntaxes.
  *
  * @param text the body, UTF-8 decoded.
- * @param syntax `json` (RFC 8259; checked with JSON.parse, then read again by js-yaml to
- *   refuse duplicate keys, which JSON.parse silently keeps the last of) or `yaml`
- *   (YAML 1.2 core schema, one document).
+ * @param syntax `json` (RFC 8259; JSON.parse for the value, jsonc-parser's scanner to
+ *   refuse duplicate keys, which JSON.parse silently keeps the last of, and to locate
+ *   syntax errors) or `yaml` (YAML 1.2 core schema, one document).
  * @throws RequestError (status 400) naming line and column. The message never quotes
  *   the input, which may hold secrets.
  */
 export function parseDocument(text: string, syntax: RequestSyntax): unknown {
-  if (syntax === 'json') {
-    try {
-      JSON.parse(text);
-    } catch (e) {
-      const m = /position (\d+)/.exec((e as Error).message);
-      const where = m ? ` at ${lineColumn(text, Number(m[1]))}` : '';
-      throw new RequestError([{ path: '', message: `malformed JSON${where}` }], 400);
-    }
+  return syntax === 'json' ? parseJson(text) : parseYaml(text);
+}
+
+/** RFC 8259 JSON: JSON.parse for the value; jsonc-parser's scanner for positions and duplicate keys. */
+function parseJson(text: string): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // JSON.parse's messages do not always carry a position: find the first error.
+    let where = '';
+    visit(text, { onError: (code, _offset, _length, line, column) => void (where ||= ` at line ${line + 1} column ${column + 1}: ${printParseErrorCode(code)}`) }, { disallowComments: true, allowTrailingComma: false });
+    throw new RequestError([{ path: '', message: `malformed JSON${where}` }], 400);
   }
+  const keys: Set<string>[] = [];
+  let duplicate = '';
+  visit(text, {
+    onObjectBegin: () => void keys.push(new Set()),
+    onObjectEnd: () => void keys.pop(),
+    onObjectProperty: (name, _offset, _length, line, column) => {
+      const seen = keys.at(-1)!;
+      if (seen.has(name)) duplicate ||= ` at line ${line + 1} column ${column + 1}: duplicated mapping key`;
+      seen.add(name);
+    },
+  });
+  if (duplicate) throw new RequestError([{ path: '', message: `malformed JSON${duplicate}` }], 400);
+  return value;
+}
+
+/** YAML 1.2 core schema (+ `!!binary`), one document, duplicate keys refused. */
+function parseYaml(text: string): unknown {
   try {
     return load(text, { schema: REQUEST_YAML_SCHEMA, maxAliases: 100 });
   } catch (e) {
-    if (e instanceof YAMLException) {
-      const mark = (e as YAMLException & { mark?: { line: number; column: number } }).mark;
-      const where = mark ? ` at line ${mark.line + 1} column ${mark.column + 1}` : '';
-      throw new RequestError([{ path: '', message: `malformed ${syntax === 'json' ? 'JSON' : 'YAML'}${where}: ${e.reason}` }], 400);
-    }
-    throw new RequestError([{ path: '', message: `malformed ${syntax === 'json' ? 'JSON' : 'YAML'}` }], 400);
+    const mark = e instanceof YAMLException ? (e as YAMLException & { mark?: { line: number; column: number } }).mark : undefined;
+    const where = mark ? ` at line ${mark.line + 1} column ${mark.column + 1}` : '';
+    const reason = e instanceof YAMLException ? `: ${e.reason}` : '';
+    throw new RequestError([{ path: '', message: `malformed YAML${where}${reason}` }], 400);
   }
-}
-
-function lineColumn(text: string, offset: number): string {
-  const before = text.slice(0, offset);
-  const line = before.split('\n').length;
-  return `line ${line} column ${offset - before.lastIndexOf('\n')}`;
 }
 
 /**

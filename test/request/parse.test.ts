@@ -52,7 +52,7 @@ spec:
     const secret = 'zzzzzz.zzzzzzzzzzzzzzzz';
     assert.throws(
       () => parseDocument(`{"token": "${secret}", }`, 'json'),
-      (e: RequestError) => e.status === 400 && /^malformed JSON at line 1 column \d+$/.test(e.problems[0]!.message) && !e.message.includes(secret),
+      (e: RequestError) => e.status === 400 && /^malformed JSON at line 1 column \d+: PropertyNameExpected$/.test(e.problems[0]!.message) && !e.message.includes(secret),
     );
     assert.throws(
       () => parseDocument(`token: ${secret}\n  bad: [\n`, 'yaml'),
@@ -120,6 +120,20 @@ spec:
     const msgs = problems(dup);
     assert.equal(msgs[0], 'spec.provisioning.files[1].path: duplicates spec.provisioning.files[0].path');
     assert.match(msgs[1]!, /^spec\.provisioning\.files\[2\]\.path: is under a directory bootwright writes/);
+  });
+
+  it('refuses a file where the node needs a directory', () => {
+    const value = worker({ provisioning: { files: [{ path: '/etc/app' }, { path: '/etc/app/conf' }, { path: '/etc/kubernetes' }] } });
+    assert.deepEqual(problems(value), [
+      'spec.provisioning.files[0].path: must be a directory on the node, since /etc/app/conf is written under it',
+      'spec.provisioning.files[2].path: must be a directory on the node, since /etc/kubernetes/pki/ is written under it',
+    ]);
+  });
+
+  it('malformed JSON always names line and column', () => {
+    for (const [text, where] of [['{"a":x}', 'line 1 column 6: InvalidSymbol'], ['{\n "a":', 'line 2 column 6: ValueExpected'], ['', 'line 1 column 1: ValueExpected']]) {
+      assert.throws(() => parseDocument(text!, 'json'), (e: RequestError) => e.problems[0]!.message === `malformed JSON at ${where!}`);
+    }
   });
 
   it('says what a join is missing, per role', () => {

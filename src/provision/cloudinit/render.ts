@@ -138,8 +138,11 @@ export function renderCloudConfig(plan: ProvisioningPlan): string {
       const entry: Record<string, unknown> = {};
       if (f.label !== undefined) entry.label = f.label;
       entry.filesystem = f.filesystem;
-      entry.device = f.device;
-      if (f.partition !== undefined) entry.partition = f.partition;
+      // A partition number goes in cloud-init's `device.N` form: its schema (22.4 and
+      // later) takes only auto/any/none in `partition`.
+      const numbered = f.partition !== undefined && /^\d+$/.test(f.partition);
+      entry.device = numbered ? `${f.device}.${f.partition!}` : f.device;
+      if (f.partition !== undefined && !numbered) entry.partition = f.partition;
       if (f.overwrite !== undefined) entry.overwrite = f.overwrite;
       if (f.replaceFS !== undefined) entry.replace_fs = f.replaceFS;
       if (f.extraOpts.length > 0) entry.extra_opts = f.extraOpts;

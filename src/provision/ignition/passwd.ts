@@ -14,11 +14,13 @@ const SUDOERS_MODE = 0o440;
 
 /**
  * The sudoers drop-in file name for a user: the name itself, with every character other
- * than `A-Z a-z 0-9 _ -` as `_`, because sudo silently skips drop-ins whose names contain
- * `.` or end in `~` (sudoers(5) "Including other files from within sudoers").
+ * than `A-Z a-z 0-9 -` written as `_` and two hex digits (`a$` → `a_24`, `a_` → `a_5f`),
+ * because sudo silently skips drop-ins whose names contain `.` or end in `~` (sudoers(5)
+ * "Including other files from within sudoers"); escaping `_` too keeps distinct users in
+ * distinct files.
  */
 export function sudoersFileName(user: string): string {
-  return user.replace(/[^A-Za-z0-9_-]/g, '_');
+  return user.replace(/[^A-Za-z0-9-]/g, (c) => `_${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
 /**

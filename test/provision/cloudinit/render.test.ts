@@ -136,6 +136,14 @@ describe('cloud-config renderer', () => {
     assert.equal((doc.users as { name: string }[])[0]!.name, 'ops');
   });
 
+  it('a numbered filesystem partition uses cloud-init\'s device.N form', async () => {
+    const { doc } = await render(worker({ provisioning: { diskSetup: { filesystems: [{ device: '/dev/sdb', filesystem: 'xfs', partition: '2' }, { device: '/dev/sdc', filesystem: 'ext4', partition: 'auto' }] } } }));
+    assert.deepEqual(doc.fs_setup, [
+      { filesystem: 'xfs', device: '/dev/sdb.2' },
+      { filesystem: 'ext4', device: '/dev/sdc', partition: 'auto' },
+    ]);
+  });
+
   it('partition layouts with percentages and types', async () => {
     const { doc } = await render(
       worker({ provisioning: { diskSetup: { partitions: [{ device: '/dev/sdc', tableType: 'mbr', diskLayout: [{ percentage: 33, partitionType: '82' }, { percentage: 67 }] }] } } }),

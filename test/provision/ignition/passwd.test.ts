@@ -67,7 +67,7 @@ describe('renderIgnition: users', () => {
 
   it('names sudoers drop-ins so sudo reads them (no "." in the name)', () => {
     const out = renderIgnition(makePlan({ users: [user(0, { name: 'svc$', sudo: 'ALL=(ALL) ALL' })] }));
-    assert.equal(ignitionFiles(out.config).get('/etc/sudoers.d/svc_')!.toString(), 'svc$ ALL=(ALL) ALL\n');
+    assert.equal(ignitionFiles(out.config).get('/etc/sudoers.d/svc_24')!.toString(), 'svc$ ALL=(ALL) ALL\n');
   });
 
   it('lockPassword: true keeps the hash but locks it with "!", as passwd -l does', () => {
