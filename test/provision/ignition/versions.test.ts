@@ -102,28 +102,25 @@ describe('lowestSpecFor / unsupportedFeature', () => {
   });
 });
 
+/** Follow local `$ref`s (`#/definitions/...`) to the schema node they name. */
+function resolveRef(schema: Record<string, unknown>, node: Record<string, unknown>): Record<string, unknown> {
+  let n = node;
+  while (typeof n.$ref === 'string') {
+    n = n.$ref
+      .slice(2)
+      .split('/')
+      .reduce<Record<string, unknown>>((acc, key) => acc[key] as Record<string, unknown>, schema);
+  }
+  return n;
+}
+
 /** The schema node at a feature path (`[]` = list items), or undefined when the schema has no such field. */
 function schemaNode(schema: Record<string, unknown>, featurePath: string): unknown {
-  const resolve = (node: Record<string, unknown>): Record<string, unknown> => {
-    let n = node;
-    while (typeof n.$ref === 'string') {
-      n = n.$ref
-        .slice(2)
-        .split('/')
-        .reduce<Record<string, unknown>>((acc, key) => acc[key] as Record<string, unknown>, schema);
-    }
-    return n;
-  };
-  const props = (node: Record<string, unknown>): Record<string, Record<string, unknown>> => {
-    const n = resolve(node);
-    const own = (n.properties ?? {}) as Record<string, Record<string, unknown>>;
-    const inherited = ((n.allOf ?? []) as Record<string, unknown>[]).map(props);
-    return Object.assign({}, ...inherited, own) as Record<string, Record<string, unknown>>;
-  };
+  const props = (node: Record<string, unknown>) => propsOf(schema, node) as Record<string, Record<string, unknown>>;
   let node: Record<string, unknown> | undefined = schema;
   for (const seg of featurePath.replaceAll('[]', '.[]').split('.')) {
     if (!node) return undefined;
-    node = seg === '[]' ? (resolve(node).items as Record<string, unknown> | undefined) : props(node)[seg];
+    node = seg === '[]' ? (resolveRef(schema, node).items as Record<string, unknown> | undefined) : props(node)[seg];
   }
   return node;
 }
@@ -177,13 +174,7 @@ describe('the feature table agrees with the published schemas', () => {
 });
 
 function propsOf(schema: Record<string, unknown>, node: Record<string, unknown>): Record<string, unknown> {
-  let n = node;
-  while (typeof n.$ref === 'string') {
-    n = n.$ref
-      .slice(2)
-      .split('/')
-      .reduce<Record<string, unknown>>((acc, key) => acc[key] as Record<string, unknown>, schema);
-  }
+  const n = resolveRef(schema, node);
   const own = (n.properties ?? {}) as Record<string, unknown>;
   const inherited = ((n.allOf ?? []) as Record<string, unknown>[]).map((a) => propsOf(schema, a));
   return Object.assign({}, ...inherited, own) as Record<string, unknown>;
