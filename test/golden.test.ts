@@ -6,11 +6,13 @@
  * a changed golden means nodes built from a pinned request would get different bytes.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { renderNodeBootstrap } from '../src/render.js';
 import { validateNodeBootstrap } from '../src/request/parse.js';
 import { checkIgnitionRules } from '../src/provision/ignition/rules.js';
+import { RENDERER_VERSION } from '../src/version.js';
 import { example } from './support/requests.js';
 import { cloudInitSchema, ignitionValidate, ignitionValidateKnows, validateCloudConfigSchema, validateIgnitionSchema } from './support/validators.js';
 
@@ -54,4 +56,18 @@ describe('golden outputs', () => {
       }
     }
   }
+
+  // Runs after the goldens above (node:test runs a suite's tests in order).
+  it('RENDERER_VERSION changes whenever a golden does (render caches key on it)', () => {
+    const lockFile = new URL('LOCK', GOLDEN_DIR);
+    const digest = createHash('sha256');
+    for (const name of readdirSync(GOLDEN_DIR).filter((n) => n !== 'LOCK').sort()) digest.update(`${name}\n`).update(readFileSync(new URL(name, GOLDEN_DIR)));
+    const current = `${RENDERER_VERSION} ${digest.digest('hex')}\n`;
+    const locked = readFileSync(lockFile, 'utf8');
+    if (update && current !== locked) {
+      assert.notEqual(locked.split(' ')[0], RENDERER_VERSION, 'the goldens changed: bump RENDERER_VERSION in src/version.ts, then UPDATE_GOLDEN=1 npm test again');
+      writeFileSync(lockFile, current);
+    }
+    assert.equal(readFileSync(lockFile, 'utf8'), current, 'outputs changed without a RENDERER_VERSION bump: bump it in src/version.ts and run UPDATE_GOLDEN=1 npm test');
+  });
 });
