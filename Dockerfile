@@ -27,7 +27,8 @@ FROM node:20-bookworm-slim AS runtime
 ENV NODE_ENV=production BOOTWRIGHT_HOST=0.0.0.0 BOOTWRIGHT_DATA_DIR=/var/lib/bootwright
 WORKDIR /app
 # A numeric, non-root user (Kubernetes `runAsNonRoot` can only verify a numeric USER).
-# The data directory holds the generated admin token (mode 0600) and later the SQLite file.
+# The data directory holds the generated admin token (mode 0600) and the SQLite store
+# (bootwright.db, mode 0600, WAL mode: mount a volume here to keep the inventory).
 RUN groupadd --system --gid 10001 bootwright \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin bootwright \
  && mkdir -p /var/lib/bootwright \

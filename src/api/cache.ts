@@ -76,6 +76,26 @@ export class RenderCache {
     return entry;
   }
 
+  /**
+   * The validated request for an immutable source other than a body (a stored
+   * machine's three revisions), building it only on a miss.
+   *
+   * @param key identifies the source's content forever (it must change whenever the
+   *   content could), e.g. the machine, cluster and profile names and revisions.
+   * @throws whatever `build` throws (nothing is cached).
+   */
+  assembled(key: string, build: () => NodeBootstrap): KnownRequest {
+    const cacheKey = sha256(`assembled\n${key}`);
+    const known = this.requests?.get(cacheKey);
+    if (known) return known;
+    const req = build();
+    const digest = requestDigest(req);
+    // Stored specs are JSON values (no binary), so their JSON size is the charge.
+    const entry = { req, digest, bytes: Buffer.byteLength(JSON.stringify(req)) };
+    this.requests?.set(cacheKey, entry);
+    return entry;
+  }
+
   /** The cached render for `key`, or the result of `render()` (cached when it fits). */
   render(key: string, render: () => RenderResult): RenderResult {
     const hit = this.renders?.get(key);

@@ -17,8 +17,11 @@ export const PROBLEM_TYPES = {
   unauthorized: 'Unauthorized',
   forbidden: 'Forbidden',
   'not-found': 'Not found',
+  conflict: 'Conflict',
+  'precondition-failed': 'Precondition failed',
   'too-many-requests': 'Too many requests',
   overloaded: 'Service overloaded',
+  unavailable: 'Service unavailable',
   internal: 'Internal error',
 } as const;
 

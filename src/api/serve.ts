@@ -1,11 +1,14 @@
 /**
  * Starting the service for real: configuration, the generated admin token when none is
- * configured, listening, and graceful shutdown on SIGTERM/SIGINT (close-with-grace:
- * in-flight requests finish, new connections are refused, exit 0).
+ * configured, the SQLite store under the data directory, listening, and graceful
+ * shutdown on SIGTERM/SIGINT (close-with-grace: in-flight requests finish, new
+ * connections are refused, the store is closed, exit 0).
  */
+import { join } from 'node:path';
 import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
+import { openSqliteStore, SQLITE_FILE } from '../store/sqlite.js';
 import { ensureAdminToken } from './auth.js';
 import { buildServer } from './server.js';
 
@@ -14,14 +17,25 @@ import { buildServer } from './server.js';
  *
  * @param config validated configuration; with no tokens, an admin token is generated
  *   into `<dataDir>/admin-token` (mode 0600) on first start, and its path (never the
- *   token) is logged.
+ *   token) is logged. The inventory is `<dataDir>/bootwright.db` (created, mode 0600,
+ *   and migrated on start).
  * @param graceMs how long in-flight requests may take after SIGTERM, milliseconds.
  * @returns the listening server.
  */
 export async function serve(config: Config, graceMs = 10_000): Promise<FastifyInstance> {
   let generated: ReturnType<typeof ensureAdminToken> | undefined;
   if (config.tokens.length === 0) generated = ensureAdminToken(config.dataDir);
-  const app = await buildServer({ config: generated ? { ...config, tokens: [generated.token] } : config });
+  const store = await openSqliteStore(join(config.dataDir, SQLITE_FILE));
+  let app: FastifyInstance;
+  try {
+    app = await buildServer({ config: generated ? { ...config, tokens: [generated.token] } : config, store });
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+  // After the server: in-flight requests may still use the store while it closes.
+  app.addHook('onClose', async () => store.close());
+  app.log.info({ path: store.path }, 'inventory store opened');
   if (generated) {
     app.log.info({ path: generated.path, created: generated.created }, 'no token configured: using the generated admin token in this file');
   }

@@ -13,13 +13,19 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, ty
 import { createJsonSchemaTransform, createJsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config, Scope } from '../config.js';
 import { RequestError } from '../errors.js';
+import { AssemblyError } from '../store/assemble.js';
+import { AlreadyExistsError, InvalidArgumentError, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from '../store/errors.js';
+import { openSqliteStore } from '../store/sqlite.js';
+import type { Store } from '../store/store.js';
 import { hasScope, type Principal, TokenTable } from './auth.js';
 import { RenderCache } from './cache.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { NotAcceptableError, OFFERED_MEDIA_TYPES } from './negotiate.js';
 import { problem, PROBLEM_MEDIA_TYPE, type ProblemKind } from './problems.js';
+import { bootstrapRoutes } from './routes/bootstrap.js';
 import { healthRoutes } from './routes/health.js';
 import { renderRoutes } from './routes/render.js';
+import { resourceRoutes } from './routes/resources.js';
 import { registerBodyParsers, REQUEST_SYNTAX_OF } from './body.js';
 
 declare module 'fastify' {
@@ -37,6 +43,8 @@ export interface ServiceContext {
   config: Config;
   cache: RenderCache;
   metrics: Metrics;
+  /** The inventory. */
+  store: Store;
 }
 
 /** Options for {@link buildServer}. */
@@ -44,6 +52,13 @@ export interface ServerOptions {
   config: Config;
   /** Where logs go (default stdout); tests capture them here. */
   logStream?: Writable;
+  /**
+   * The inventory store; the caller keeps ownership (and closes it after the server).
+   * Default: a private in-memory SQLite store, closed with the server, which keeps
+   * nothing (for tools that only need the routes, such as OpenAPI generation; `serve`
+   * passes the file store under the data directory).
+   */
+  store?: Store;
 }
 
 /** Headers and body paths pino must never print. */
@@ -93,7 +108,27 @@ const FASTIFY_ERRORS: Record<string, [ProblemKind, number, string]> = {
   FST_ERR_CTP_INVALID_TYPE: ['unsupported-media-type', 415, 'the Content-Type header is not a valid media type'],
 };
 
+/**
+ * Map an error to a problem (the one place errors become statuses): request and store
+ * errors are the caller's (4xx, naming the field or resource, never a secret value);
+ * anything else is logged with the request id and answered 500 without details.
+ */
 function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (error instanceof AssemblyError) return sendProblem(reply, 'invalid-request', 422, error.detail, error.problems);
+  if (error instanceof NotFoundError) return sendProblem(reply, 'not-found', 404, error.message);
+  if (error instanceof AlreadyExistsError) return sendProblem(reply, 'conflict', 409, `${error.message}; replace it with PUT`);
+  if (error instanceof ReferencedError) return sendProblem(reply, 'conflict', 409, `${error.message}; delete them or move them to another ${error.kind.toLowerCase()} first`);
+  if (error instanceof PreconditionFailedError) return sendProblem(reply, 'precondition-failed', 412, `If-Match does not name the current revision: ${error.message}; read it again and retry`);
+  if (error instanceof MissingReferenceError) {
+    return sendProblem(
+      reply,
+      'invalid-request',
+      422,
+      'the machine names a cluster or profile that does not exist',
+      error.missing.map((m) => ({ path: m.path, message: `${m.kind.toLowerCase()} "${m.name}" does not exist` })),
+    );
+  }
+  if (error instanceof InvalidArgumentError) return sendProblem(reply, 'malformed-request', 400, `${error.field} is not valid`, [{ path: error.field, message: error.reason }]);
   if (error instanceof RequestError) {
     return sendProblem(reply, error.status === 400 ? 'malformed-request' : 'invalid-request', error.status, error.status === 400 ? 'the request body could not be read' : 'the request is not valid', error.problems);
   }
@@ -126,6 +161,7 @@ function handleError(error: FastifyError, request: FastifyRequest, reply: Fastif
  *
  * @param options.config validated configuration ({@link ../config.ts}); must already
  *   hold at least one token (see `ensureAdminToken`).
+ * @param options.store the inventory (see {@link ServerOptions.store}).
  */
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
   const { config } = options;
@@ -143,10 +179,12 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) => sendProblem(reply, 'not-found', 404, `no route for ${request.method} ${request.url.split('?')[0]!}`));
 
+  const store = options.store ?? (await openSqliteStore(':memory:'));
+  if (!options.store) app.addHook('onClose', async () => store.close());
   const cache = new RenderCache(config.renderCacheBytes);
   const metrics = createMetrics(cache);
   const tokens = new TokenTable(config.tokens);
-  const context: ServiceContext = { config, cache, metrics };
+  const context: ServiceContext = { config, cache, metrics, store };
 
   // Callback-style hooks (no promise per request): this is the hot path of every route.
   app.addHook('onRequest', (request, reply, done) => {
@@ -220,6 +258,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       tags: [
         { name: 'render', description: 'Stateless rendering of bootstrap data' },
+        { name: 'inventory', description: 'Stored clusters, profiles and machines, with revisions' },
         { name: 'operations', description: 'Health, readiness and metrics' },
       ],
     },
@@ -232,5 +271,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
 
   await app.register(healthRoutes, context);
   await app.register(renderRoutes, context);
+  await app.register(resourceRoutes, context);
+  await app.register(bootstrapRoutes, context);
   return app;
 }

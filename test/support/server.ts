@@ -6,6 +6,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { buildServer } from '../../src/api/server.js';
 import { type Config, loadConfig } from '../../src/config.js';
+import type { Store } from '../../src/store/store.js';
 
 export const ADMIN = 'admin-token-0123456789abcdef';
 export const RENDERER = 'render-token-0123456789abcdef';
@@ -17,8 +18,15 @@ export interface TestService {
   logs: () => string;
 }
 
-/** Build a service with three tokens (admin, render, read) and the given config overrides. */
-export async function testService(overrides: Partial<Config> = {}): Promise<TestService> {
+/** A token with only the write scope. */
+export const WRITER = 'write-token-0123456789abcdef';
+
+/**
+ * Build a service with four tokens (admin, render, read, write) and the given config
+ * overrides; `options.store` is the inventory (default a private in-memory one; the
+ * caller closes a store it passes, after the service).
+ */
+export async function testService(overrides: Partial<Config> = {}, options: { store?: Store } = {}): Promise<TestService> {
   const stream = new PassThrough();
   const chunks: Buffer[] = [];
   stream.on('data', (c: Buffer) => chunks.push(c));
@@ -34,11 +42,12 @@ export async function testService(overrides: Partial<Config> = {}): Promise<Test
         { name: 'admin', token: ADMIN, scopes: ['admin'] },
         { name: 'renderer', token: RENDERER, scopes: ['render'] },
         { name: 'reader', token: READER, scopes: ['read'] },
+        { name: 'writer', token: WRITER, scopes: ['write'] },
       ],
       ...overrides,
     },
   );
-  const app = await buildServer({ config, logStream: stream });
+  const app = await buildServer({ config, logStream: stream, ...(options.store ? { store: options.store } : {}) });
   await app.ready();
   return { app, logs: () => Buffer.concat(chunks).toString('utf8') };
 }

@@ -5,7 +5,7 @@
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
-import type { ServiceContext } from '../server.js';
+import { sendProblem, type ServiceContext } from '../server.js';
 
 const status = z.object({ status: z.literal('ok') });
 
@@ -13,6 +13,7 @@ const problemContent = { content: { [PROBLEM_MEDIA_TYPE]: { schema: problemSchem
 /** Rate limiting (when on) covers every route, probes included. */
 const rateLimited = { description: 'Rate limit exceeded (Retry-After)', ...problemContent };
 const overloaded = { description: 'Overloaded (Retry-After)', ...problemContent };
+const unavailable = { description: 'Overloaded (Retry-After), or the store does not answer', ...problemContent };
 
 /** `GET /healthz`, `GET /readyz`, `GET /metrics`. */
 export const healthRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
@@ -38,13 +39,21 @@ export const healthRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx,
       schema: {
         tags: ['operations'],
         operationId: 'getReadyz',
-        summary: 'Readiness: the service can render',
-        description: 'Public. 503 while the service is overloaded.',
+        summary: 'Readiness: the service can render and its store answers',
+        description: 'Public. 503 while the service is overloaded or the store does not answer.',
         security: [],
-        response: { 200: status.describe('The service is ready'), 429: rateLimited, 503: overloaded },
+        response: { 200: status.describe('The service is ready'), 429: rateLimited, 503: unavailable },
       },
     },
-    () => ({ status: 'ok' as const }),
+    async (request, reply) => {
+      try {
+        await ctx.store.ping();
+      } catch (e) {
+        request.log.error({ err: { type: (e as Error).name, message: (e as Error).message } }, 'readiness: the store does not answer');
+        return sendProblem(reply, 'unavailable', 503, 'the store does not answer');
+      }
+      return { status: 'ok' as const };
+    },
   );
   app.get(
     '/metrics',

@@ -1,0 +1,301 @@
+/**
+ * The inventory under /v1 (DESIGN §4, issue 4): clusters, profiles and machines.
+ *
+ * For each kind (`clusters`, `profiles`, `machines`):
+ * `POST /v1/<kind>` create, `GET /v1/<kind>` list (`limit`, `continue`, `labelSelector`),
+ * `GET|PUT|DELETE /v1/<kind>/{name}`, `GET /v1/<kind>/{name}/revisions`.
+ *
+ * Every resource has a revision, raised by one on each change and sent as the ETag
+ * (`"3"`); PUT and DELETE take `If-Match` and answer 412 to a stale one. Secrets are
+ * write-only: responses carry `"<redacted>"` in their place, and a PUT may send that
+ * placeholder back to keep the stored secret. Bodies are JSON or YAML, validated by the
+ * zod schemas of src/store/resources.ts; problems name each field (`spec.cluster`).
+ * Routes only translate HTTP to store calls; errors become problems in server.ts.
+ */
+import { type FastifyPluginCallbackZod, validatorCompiler } from 'fastify-type-provider-zod';
+import { type ZodType, z } from 'zod';
+import { type FieldProblem, RequestError } from '../../errors.js';
+import { zodProblems } from '../../request/parse.js';
+import { jsonSafeSpec, LIST_DOCUMENTS, READ_DOCUMENTS, restoreSecrets, REVISION_LIST_DOCUMENTS, toReadDocument, WRITE_DOCUMENTS } from '../../store/documents.js';
+import { PreconditionFailedError } from '../../store/errors.js';
+import { RESOURCE_API_VERSION, RESOURCE_KINDS, resourceName, type ResourceKind, type StoredResource } from '../../store/resources.js';
+import { MAX_LIST_LIMIT, parseLabelSelector, type ResourceInput, type SpecOf } from '../../store/store.js';
+import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
+import type { ServiceContext } from '../server.js';
+
+const problemContent = { content: { [PROBLEM_MEDIA_TYPE]: { schema: problemSchema } } };
+
+/** Documented problem responses, by status. */
+const PROBLEMS = {
+  400: 'Malformed request: errors[] names the parameter or field',
+  401: 'Missing or unknown bearer token',
+  403: 'Token lacks the scope',
+  404: 'No such resource (or revision)',
+  406: 'No acceptable media type',
+  409: 'Conflict: the name exists already, or machines still use the resource (named in detail)',
+  412: 'If-Match does not name the current revision',
+  413: 'Body over the size limit',
+  415: 'Body media type not JSON or YAML',
+  422: 'Invalid document: errors[] names each field (spec.cluster and spec.profile for missing references)',
+  429: 'Rate limit exceeded (Retry-After)',
+  503: 'Overloaded (Retry-After)',
+} as const;
+
+/** The problem responses for `statuses`, as fastify response schemas. */
+export function problemResponses<S extends keyof typeof PROBLEMS>(...statuses: S[]): Record<S, { description: string } & typeof problemContent> {
+  return Object.fromEntries(statuses.map((s) => [s, { description: PROBLEMS[s], ...problemContent }])) as unknown as Record<S, { description: string } & typeof problemContent>;
+}
+
+/** A JSON response with a description, its schema kept as a named component. */
+const json = <S extends ZodType>(description: string, schema: S) => ({ description, content: { 'application/json': { schema } } });
+
+/** An entity tag for a revision: the number in quotes (RFC 9110 §8.8.3). */
+export const revisionEtag = (revision: number) => `"${revision}"`;
+
+/**
+ * Parse `If-Match` (RFC 9110 §13.1.1): `*`, or a list of entity tags, compared strongly
+ * (a weak tag never matches). A bare number is read as the quoted tag.
+ *
+ * @returns undefined when the header is absent or `*` (no revision condition), else the
+ *   revisions named (empty when no tag names one: nothing can match).
+ */
+export function parseIfMatch(header: string | undefined): { revisions: number[]; text: string } | undefined {
+  if (header === undefined || header.trim() === '') return undefined;
+  const tags = header.split(',').map((t) => t.trim());
+  if (tags.includes('*')) return undefined;
+  const revisions = tags.flatMap((t) => {
+    const m = /^(?:"(\d{1,15})"|(\d{1,15}))$/.exec(t);
+    return m ? [Number(m[1] ?? m[2])] : [];
+  });
+  return { revisions, text: header.trim() };
+}
+
+/**
+ * The revision a write is conditional on, from `If-Match`.
+ *
+ * @param current the current revision, read only when the header lists several tags
+ *   or names none (one tag is checked atomically by the store itself).
+ * @throws PreconditionFailedError when no listed tag is the current revision.
+ */
+async function conditionalRevision(kind: ResourceKind, name: string, header: string | undefined, current: () => Promise<number>): Promise<number | undefined> {
+  const condition = parseIfMatch(header);
+  if (!condition) return undefined;
+  if (condition.revisions.length === 1) return condition.revisions[0];
+  const revision = await current();
+  if (!condition.revisions.includes(revision)) throw new PreconditionFailedError(kind, name, condition.text, revision);
+  return revision;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Validate a written document of `kind`, after putting stored secrets back where it
+ * says `"<redacted>"` (replace only).
+ *
+ * @throws RequestError: 400 without a body; 422 naming every invalid field.
+ */
+function readWrite<K extends ResourceKind>(kind: K, body: unknown, current: StoredResource<SpecOf<K>> | undefined): { input: ResourceInput<SpecOf<K>>; restored: boolean } {
+  if (body === undefined || body === null) throw new RequestError([{ path: '', message: `send a ${kind} document (JSON or YAML)` }], 400);
+  let doc = body;
+  let restored = false;
+  const problems: FieldProblem[] = [];
+  if (isObject(body) && body.spec !== undefined) {
+    const r = restoreSecrets(kind, body.spec, current?.spec);
+    doc = { ...body, spec: r.spec };
+    restored = r.restored;
+    problems.push(...r.problems);
+  }
+  const result = WRITE_DOCUMENTS[kind].safeParse(doc);
+  // A placeholder's own problem says more than its format error.
+  if (!result.success) problems.unshift(...zodProblems(result.error).filter((p) => !problems.some((q) => q.path === p.path)));
+  if (problems.length > 0 || !result.success) throw new RequestError(problems);
+  const { metadata, spec } = result.data;
+  return { input: { name: metadata.name, ...(metadata.labels ? { labels: metadata.labels } : {}), spec: jsonSafeSpec(kind, spec as SpecOf<K>) }, restored };
+}
+
+const nameParams = z.object({ name: resourceName.describe('the resource name (a DNS-1123 label)') });
+
+/** Register the routes of one kind (generic so each kind keeps its own document types). */
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- K ties the store calls, schemas and responses of one kind together
+function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbackZod<ServiceContext>>[0], ctx: ServiceContext, kind: K): void {
+  const collection = RESOURCE_KINDS[kind];
+  const base = `/v1/${collection}`;
+  const one = kind.toLowerCase();
+  const read = READ_DOCUMENTS[kind];
+  const body = WRITE_DOCUMENTS[kind];
+  const common = { tags: ['inventory'], security: [{ bearer: [] }] };
+  const store = ctx.store;
+
+  app.post(
+    base,
+    {
+      config: { scope: 'write' },
+      schema: {
+        ...common,
+        operationId: `create${kind}`,
+        summary: `Create a ${one}`,
+        description:
+          `Creates the ${one} at revision 1 (a name deleted before continues after its last revision). ` +
+          (kind === 'Machine' ? 'The cluster and profile it names must exist (422 naming spec.cluster or spec.profile). ' : '') +
+          'Answers the stored document, secrets redacted, with its revision as the ETag.',
+        consumes: ['application/json', 'application/yaml'],
+        body,
+        response: { 201: json(`The ${one} as stored`, read), ...problemResponses(400, 401, 403, 409, 413, 415, 422, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const { input } = readWrite(kind, request.body, undefined);
+      const created = await store.create(kind, input);
+      void reply.code(201).header('etag', revisionEtag(created.revision)).header('location', `${base}/${created.name}`).header('cache-control', 'no-store');
+      return toReadDocument(created);
+    },
+  );
+
+  app.get(
+    base,
+    {
+      config: { scope: 'read' },
+      schema: {
+        ...common,
+        operationId: `list${kind}s`,
+        summary: `List ${collection}`,
+        description: 'Pages by name; pass `metadata.continue` of a page as `?continue=` for the next. Secrets redacted.',
+        querystring: z.object({
+          limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).optional().describe(`items per page, 1 to ${MAX_LIST_LIMIT} (default 100)`),
+          continue: z.string().optional().describe('the continue token of the previous page'),
+          labelSelector: z.string().optional().describe('equality terms key=value separated by commas; every term must match'),
+        }),
+        response: { 200: json(`A page of ${collection}`, LIST_DOCUMENTS[kind]), ...problemResponses(400, 401, 403, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const { limit, labelSelector } = request.query;
+      const page = await store.list(kind, {
+        ...(limit !== undefined ? { limit } : {}),
+        ...(request.query.continue !== undefined ? { continue: request.query.continue } : {}),
+        ...(labelSelector !== undefined ? { labelSelector: parseLabelSelector(labelSelector) } : {}),
+      });
+      void reply.header('cache-control', 'no-store');
+      return {
+        apiVersion: RESOURCE_API_VERSION,
+        kind: `${kind}List` as const,
+        metadata: page.continue !== undefined ? { continue: page.continue } : {},
+        items: page.items.map(toReadDocument),
+      };
+    },
+  );
+
+  app.get(
+    `${base}/:name`,
+    {
+      config: { scope: 'read' },
+      schema: {
+        ...common,
+        operationId: `get${kind}`,
+        summary: `Read a ${one}`,
+        description: 'The current revision, secrets redacted; the ETag is the revision. `If-None-Match` with it answers 304.',
+        params: nameParams,
+        headers: z.object({ 'if-none-match': z.string().optional().describe('an ETag from an earlier response; a match answers 304') }),
+        response: { 200: json(`The ${one}`, read), 304: z.undefined().describe('Not modified: If-None-Match names the current revision'), ...problemResponses(400, 401, 403, 404, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const current = await store.get(kind, request.params.name);
+      const etag = revisionEtag(current.revision);
+      void reply.header('etag', etag).header('cache-control', 'private, no-cache');
+      const tags = request.headers['if-none-match']?.split(',').map((t) => t.trim().replace(/^W\//, ''));
+      if (tags?.includes(etag) || tags?.includes('*')) return reply.code(304).send();
+      return toReadDocument(current);
+    },
+  );
+
+  app.put(
+    `${base}/:name`,
+    {
+      config: { scope: 'write' },
+      schema: {
+        ...common,
+        operationId: `replace${kind}`,
+        summary: `Replace a ${one}`,
+        description:
+          'Replaces labels and spec, raising the revision by one. With `If-Match: "<revision>"` only when that is still current (else 412). ' +
+          'A secret sent as "<redacted>" keeps the stored value.' +
+          (kind === 'Machine' ? ' The machine then pins the current cluster and profile revisions.' : ''),
+        consumes: ['application/json', 'application/yaml'],
+        params: nameParams,
+        headers: z.object({ 'if-match': z.string().optional().describe('"<revision>" (the ETag): write only if it is still current') }),
+        body,
+        response: { 200: json(`The ${one} as stored`, read), ...problemResponses(400, 401, 403, 404, 412, 413, 415, 422, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const { name } = request.params;
+      const current = await store.get(kind, name);
+      let ifMatch = await conditionalRevision(kind, name, request.headers['if-match'], () => Promise.resolve(current.revision));
+      if (ifMatch !== undefined && ifMatch !== current.revision) throw new PreconditionFailedError(kind, name, ifMatch, current.revision);
+      const { input, restored } = readWrite(kind, request.body, current);
+      if (input.name !== name) throw new RequestError([{ path: 'metadata.name', message: `must be "${name}", the name in the path (resources cannot be renamed)` }]);
+      // Secrets put back from `current` must not land on top of a newer revision.
+      if (restored) ifMatch = current.revision;
+      const updated = await store.replace(kind, input, ifMatch !== undefined ? { ifMatch } : {});
+      void reply.header('etag', revisionEtag(updated.revision)).header('cache-control', 'no-store');
+      return toReadDocument(updated);
+    },
+  );
+
+  app.delete(
+    `${base}/:name`,
+    {
+      config: { scope: 'write' },
+      schema: {
+        ...common,
+        operationId: `delete${kind}`,
+        summary: `Delete a ${one}`,
+        description:
+          'Deletes the resource; its revisions stay readable. With `If-Match` only when that revision is still current (else 412).' +
+          (kind === 'Machine' ? '' : ` A ${one} that machines still use is not deleted: 409 naming them.`),
+        params: nameParams,
+        headers: z.object({ 'if-match': z.string().optional().describe('"<revision>" (the ETag): delete only if it is still current') }),
+        response: { 204: z.undefined().describe('Deleted'), ...problemResponses(400, 401, 403, 404, 409, 412, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const { name } = request.params;
+      const ifMatch = await conditionalRevision(kind, name, request.headers['if-match'], async () => (await store.get(kind, name)).revision);
+      await store.delete(kind, name, ifMatch !== undefined ? { ifMatch } : {});
+      return reply.code(204).send();
+    },
+  );
+
+  app.get(
+    `${base}/:name/revisions`,
+    {
+      config: { scope: 'read' },
+      schema: {
+        ...common,
+        operationId: `list${kind}Revisions`,
+        summary: `List a ${one}'s revisions`,
+        description: 'Every revision, oldest first, also of a deleted resource; secrets redacted.',
+        params: nameParams,
+        response: {
+          200: json(`Revisions of the ${one}, oldest first`, REVISION_LIST_DOCUMENTS[kind]),
+          ...problemResponses(400, 401, 403, 404, 429, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const history = await store.revisions(kind, request.params.name);
+      void reply.header('cache-control', 'no-store');
+      return { apiVersion: RESOURCE_API_VERSION, kind: `${kind}RevisionList`, items: history.map(toReadDocument) };
+    },
+  );
+}
+
+/** The inventory routes (scopes: `read` for GET, `write` for POST, PUT and DELETE). */
+export const resourceRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
+  // Bodies are validated in the handler (readWrite), after secrets are put back and with
+  // the NodeBootstrap's field paths; the body schema still documents them in OpenAPI.
+  app.setValidatorCompiler<ZodType>((route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route)));
+  for (const kind of Object.keys(RESOURCE_KINDS) as ResourceKind[]) kindRoutes(app, ctx, kind);
+  done();
+};

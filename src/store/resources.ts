@@ -1,0 +1,96 @@
+/**
+ * The stored inventory (DESIGN §4, issue "Machine inventory"): clusters, profiles and
+ * machines, Kubernetes-style documents whose `spec` reuses the NodeBootstrap's own
+ * sections, so a machine's bootstrap data is the NodeBootstrap assembled from the three.
+ */
+import { z } from 'zod';
+import { clusterSchema, kubeadmSchema, kubernetesVersion, outputSchema, provisioningSchema, ROLES } from '../request/schema.js';
+
+export const RESOURCE_API_VERSION = 'bootwright.dev/v1alpha1';
+
+/** Resource kinds, with their collection names under /v1. */
+export const RESOURCE_KINDS = { Cluster: 'clusters', Profile: 'profiles', Machine: 'machines' } as const;
+export type ResourceKind = keyof typeof RESOURCE_KINDS;
+
+/** Resource names and machine ids: DNS-1123 labels. */
+export const resourceName = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a DNS-1123 label: lower-case letters, digits and "-", 1 to 63 characters');
+
+const labels = z.record(
+  z.string().regex(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/, 'must be a Kubernetes label key'),
+  z.string().regex(/^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/, 'must be a Kubernetes label value'),
+);
+
+/** A cluster: the `cluster` section of a NodeBootstrap, secrets included. */
+export const clusterSpecSchema = clusterSchema;
+
+/** What iPXE boots: kernel, initrds and kernel arguments (URLs or paths the firmware can fetch). */
+export const bootSchema = z.strictObject({
+  kernel: z.string().min(1),
+  initrd: z.array(z.string().min(1)).default([]),
+  args: z.array(z.string()).default([]),
+});
+
+/** A profile: how a kind of node is built. */
+export const profileSpecSchema = z.strictObject({
+  role: z.enum(ROLES),
+  kubernetesVersion,
+  kubeadm: kubeadmSchema.optional(),
+  provisioning: provisioningSchema.optional(),
+  output: outputSchema.optional(),
+  boot: bootSchema.optional(),
+});
+
+/** Hardware identity a booting machine reports, any of which selects it. */
+export const selectorsSchema = z.strictObject({
+  /** MAC addresses, any common spelling (normalised to lower-case colon form). */
+  mac: z.array(z.string()).default([]),
+  /** SMBIOS system UUID, any case. */
+  uuid: z.string().optional(),
+  serial: z.string().optional(),
+  hostname: z.string().optional(),
+  /** Free labels matched against query parameters of the same name. */
+  labels: z.record(z.string(), z.string()).default({}),
+});
+
+/** A machine: identity, the cluster and profile it uses, per-machine values. */
+export const machineSpecSchema = z.strictObject({
+  selectors: selectorsSchema,
+  cluster: resourceName,
+  profile: resourceName,
+  /** Node name (`nodeRegistration.name`); default the machine id. */
+  nodeName: resourceName.optional(),
+  /** The control-plane node's advertise address (`localAPIEndpoint.advertiseAddress`). */
+  advertiseAddress: z.string().optional(),
+  /** Node labels and taints at registration (kubelet `--node-labels`, `nodeRegistration.taints`). */
+  nodeLabels: z.record(z.string(), z.string()).default({}),
+  taints: z.array(z.strictObject({ key: z.string(), value: z.string().optional(), effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']) })).default([]),
+  /** Limit on fetches of secret-bearing data; beyond it 403 until an operator resets it. */
+  maxFetches: z.int().min(1).optional(),
+});
+
+export const SPEC_SCHEMAS = { Cluster: clusterSpecSchema, Profile: profileSpecSchema, Machine: machineSpecSchema } as const;
+
+export type ClusterSpec = z.infer<typeof clusterSpecSchema>;
+export type ProfileSpec = z.infer<typeof profileSpecSchema>;
+export type MachineSpec = z.infer<typeof machineSpecSchema>;
+export type BootSpec = z.infer<typeof bootSchema>;
+
+/** The metadata an operator writes. */
+export const writeMetadataSchema = z.strictObject({ name: resourceName, labels: labels.optional() });
+
+/** A stored resource as read back: `revision` grows by one on every change. */
+export interface StoredResource<S = unknown> {
+  kind: ResourceKind;
+  name: string;
+  labels: Record<string, string>;
+  /** 1 on create, +1 on every replace. */
+  revision: number;
+  spec: S;
+  /** For machines: the cluster and profile revisions current when this revision was written (pins renders). */
+  refs?: { clusterRevision: number; profileRevision: number };
+  /** ISO 8601 UTC. */
+  createdAt: string;
+  updatedAt: string;
+}

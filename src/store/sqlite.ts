@@ -1,0 +1,423 @@
+/**
+ * The SQLite store (DESIGN §6): better-sqlite3 12, one file (`<dataDir>/bootwright.db`)
+ * in WAL mode, schema by plain-SQL postgrator migrations (src/store/migrations/sqlite).
+ *
+ * better-sqlite3 is synchronous: each method runs its statements to completion inside
+ * one call, and every write is one `BEGIN IMMEDIATE` transaction, so concurrent callers
+ * in this process never interleave and another process sharing the file waits for the
+ * write lock (busy timeout 5 s).
+ */
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import Postgrator from 'postgrator';
+import { AlreadyExistsError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
+import { discoveredKey, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
+import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
+import {
+  type AuditEntry,
+  type AuditInput,
+  checkLimit,
+  decodeContinue,
+  type DiscoveredMachine,
+  encodeContinue,
+  type ListOptions,
+  type ListPage,
+  type MachineIdentity,
+  type ResourceInput,
+  type SpecOf,
+  type Store,
+  type WriteOptions,
+} from './store.js';
+
+/** The store's file name under the data directory. */
+export const SQLITE_FILE = 'bootwright.db';
+
+/** Options of {@link openSqliteStore}. */
+export interface SqliteStoreOptions {
+  /** The clock for timestamps (tests); default the system clock. */
+  now?: () => Date;
+}
+
+/** Glob metacharacters in the migrations directory's own path, escaped for postgrator's glob. */
+const globEscape = (path: string) => path.replace(/[*?[\]{}()!]/g, '[$&]');
+
+/** Where the SQLite migrations are, next to this module (src/ under tsx, dist/ once built). */
+const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/sqlite/', import.meta.url));
+
+interface RevisionRow {
+  kind: ResourceKind;
+  name: string;
+  revision: number;
+  labels: string;
+  spec: string;
+  cluster_revision: number | null;
+  profile_revision: number | null;
+  created_at: string;
+  updated_at: string;
+}
+
+interface CurrentRow {
+  revision: number;
+  created_at: string;
+}
+
+interface DiscoveredRow {
+  mac: string;
+  uuid: string;
+  serial: string;
+  hostname: string;
+  first_seen: string;
+  last_seen: string;
+  count: number;
+}
+
+const CURRENT_JOIN = 'FROM resources r JOIN resource_revisions v ON v.kind = r.kind AND v.name = r.name AND v.revision = r.revision';
+
+function toResource<S>(row: RevisionRow): StoredResource<S> {
+  return {
+    kind: row.kind,
+    name: row.name,
+    labels: JSON.parse(row.labels) as Record<string, string>,
+    revision: row.revision,
+    spec: JSON.parse(row.spec) as S,
+    ...(row.cluster_revision !== null && row.profile_revision !== null ? { refs: { clusterRevision: row.cluster_revision, profileRevision: row.profile_revision } } : {}),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function toDiscovered(row: DiscoveredRow): DiscoveredMachine {
+  return {
+    ...(row.mac ? { mac: row.mac } : {}),
+    ...(row.uuid ? { uuid: row.uuid } : {}),
+    ...(row.serial ? { serial: row.serial } : {}),
+    ...(row.hostname ? { hostname: row.hostname } : {}),
+    firstSeen: row.first_seen,
+    lastSeen: row.last_seen,
+    count: row.count,
+  };
+}
+
+/**
+ * Run synchronous store code as a promise: its result resolves it, anything it throws
+ * rejects it (never a synchronous throw from an async-looking method).
+ */
+function settle<T>(fn: () => T): Promise<T> {
+  try {
+    return Promise.resolve(fn());
+  } catch (e) {
+    return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+  }
+}
+
+/** Sorted copy of a label map, so stored JSON does not depend on the writer's key order. */
+const sortedLabels = (labels: Record<string, string> | undefined) =>
+  Object.fromEntries(Object.entries(labels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+
+/**
+ * Open (creating when absent) the SQLite store at `path` and migrate it to the latest
+ * schema.
+ *
+ * @param path the database file (`<dataDir>/bootwright.db`; its directory is created,
+ *   mode 0700, and a new file gets mode 0600 since it holds secrets), or `:memory:` for
+ *   a private in-memory store.
+ * @throws whatever better-sqlite3 or postgrator throws for an unreadable file or a
+ *   failed migration (the store is closed first).
+ */
+export async function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
+  if (path !== ':memory:') {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    if (!existsSync(path)) closeSync(openSync(path, 'a', 0o600));
+  }
+  const db = new Database(path);
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('busy_timeout = 5000');
+    const postgrator = new Postgrator({
+      driver: 'sqlite3',
+      migrationPattern: `${globEscape(MIGRATIONS_DIR)}*.sql`,
+      schemaTable: 'schema_version',
+      execQuery: (query) => {
+        const statement = db.prepare(query);
+        if (statement.reader) return Promise.resolve({ rows: statement.all() });
+        statement.run();
+        return Promise.resolve({ rows: [] });
+      },
+      // One migration file is one transaction: it applies whole or not at all.
+      execSqlScript: (script) => {
+        db.transaction(() => db.exec(script)).immediate();
+        return Promise.resolve();
+      },
+    });
+    await postgrator.migrate();
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+  return new SqliteStore(db, options.now ?? (() => new Date()));
+}
+
+/** The SQLite {@link Store}. Construct with {@link openSqliteStore}. */
+export class SqliteStore implements Store {
+  private readonly statements;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly now: () => Date,
+  ) {
+    this.statements = {
+      current: db.prepare<[string, string], CurrentRow>(`SELECT r.revision, v.created_at ${CURRENT_JOIN} WHERE r.kind = ? AND r.name = ?`),
+      get: db.prepare<[string, string], RevisionRow>(`SELECT v.* ${CURRENT_JOIN} WHERE r.kind = ? AND r.name = ?`),
+      getRevision: db.prepare<[string, string, number], RevisionRow>('SELECT * FROM resource_revisions WHERE kind = ? AND name = ? AND revision = ?'),
+      lastRevision: db.prepare<[string, string], { revision: number | null }>('SELECT max(revision) AS revision FROM resource_revisions WHERE kind = ? AND name = ?'),
+      revisions: db.prepare<[string, string], RevisionRow>('SELECT * FROM resource_revisions WHERE kind = ? AND name = ? ORDER BY revision'),
+      insertRevision: db.prepare(
+        'INSERT INTO resource_revisions (kind, name, revision, labels, spec, cluster_revision, profile_revision, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      ),
+      upsertCurrent: db.prepare(
+        'INSERT INTO resources (kind, name, revision, cluster, profile) VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, name) DO UPDATE SET revision = excluded.revision, cluster = excluded.cluster, profile = excluded.profile',
+      ),
+      deleteCurrent: db.prepare('DELETE FROM resources WHERE kind = ? AND name = ?'),
+      deleteLabels: db.prepare('DELETE FROM resource_labels WHERE kind = ? AND name = ?'),
+      insertLabel: db.prepare('INSERT INTO resource_labels (kind, name, key, value) VALUES (?, ?, ?, ?)'),
+      deleteSelectors: db.prepare('DELETE FROM machine_selectors WHERE machine = ?'),
+      insertSelector: db.prepare('INSERT INTO machine_selectors (selector, value, machine) VALUES (?, ?, ?)'),
+      refClusters: db.prepare<[string], { name: string }>("SELECT name FROM resources WHERE kind = 'Machine' AND cluster = ? ORDER BY name"),
+      refProfiles: db.prepare<[string], { name: string }>("SELECT name FROM resources WHERE kind = 'Machine' AND profile = ? ORDER BY name"),
+      takeFetch: db.prepare<[string, number, number], { count: number }>(
+        'INSERT INTO fetch_counts (machine, count) SELECT ?, 1 WHERE ? >= 1 ON CONFLICT (machine) DO UPDATE SET count = count + 1 WHERE count < ? RETURNING count',
+      ),
+      fetchCount: db.prepare<[string], { count: number }>('SELECT count FROM fetch_counts WHERE machine = ?'),
+      resetFetches: db.prepare('DELETE FROM fetch_counts WHERE machine = ?'),
+      insertAudit: db.prepare('INSERT INTO audit (machine, route, client, status, at) VALUES (?, ?, ?, ?, ?)'),
+      audit: db.prepare<[string, number], AuditEntry>('SELECT id, machine, route, client, status, at FROM audit WHERE machine = ? ORDER BY id DESC LIMIT ?'),
+      upsertDiscovered: db.prepare<[string, string, string, string, string, string], DiscoveredRow>(
+        'INSERT INTO discovered (mac, uuid, serial, hostname, first_seen, last_seen, count) VALUES (?, ?, ?, ?, ?, ?, 1) ' +
+          'ON CONFLICT (mac, uuid, serial, hostname) DO UPDATE SET last_seen = excluded.last_seen, count = count + 1 RETURNING *',
+      ),
+      listDiscovered: db.prepare<[number], DiscoveredRow>('SELECT * FROM discovered ORDER BY last_seen DESC, mac, uuid, serial, hostname LIMIT ?'),
+      ping: db.prepare('SELECT 1'),
+    };
+  }
+
+  /** The path of the database file (`:memory:` for an in-memory store). */
+  get path(): string {
+    return this.db.name;
+  }
+
+  private timestamp(): string {
+    return this.now().toISOString();
+  }
+
+  /** The cluster and profile revisions a machine spec refers to, now. @throws MissingReferenceError */
+  private refsOf(spec: MachineSpec): { clusterRevision: number; profileRevision: number } {
+    const cluster = this.statements.current.get('Cluster', spec.cluster);
+    const profile = this.statements.current.get('Profile', spec.profile);
+    const missing: MissingReference[] = [];
+    if (!cluster) missing.push({ path: 'spec.cluster', kind: 'Cluster', name: spec.cluster });
+    if (!profile) missing.push({ path: 'spec.profile', kind: 'Profile', name: spec.profile });
+    if (!cluster || !profile) throw new MissingReferenceError(missing);
+    return { clusterRevision: cluster.revision, profileRevision: profile.revision };
+  }
+
+  /** Write one revision and make it current (inside a transaction). */
+  private write<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>, revision: number, createdAt: string, selectors: SelectorEntry[] | undefined): void {
+    const { name } = input;
+    const labels = sortedLabels(input.labels);
+    const machine = kind === 'Machine' ? (input.spec as MachineSpec) : undefined;
+    const refs = machine ? this.refsOf(machine) : undefined;
+    const s = this.statements;
+    s.insertRevision.run(kind, name, revision, JSON.stringify(labels), JSON.stringify(input.spec), refs?.clusterRevision ?? null, refs?.profileRevision ?? null, createdAt, this.timestamp());
+    s.upsertCurrent.run(kind, name, revision, machine?.cluster ?? null, machine?.profile ?? null);
+    s.deleteLabels.run(kind, name);
+    for (const [key, value] of Object.entries(labels)) s.insertLabel.run(kind, name, key, value);
+    if (selectors) {
+      s.deleteSelectors.run(name);
+      for (const e of selectors) s.insertSelector.run(e.selector, e.value, name);
+    }
+  }
+
+  private getOrThrow<K extends ResourceKind>(kind: K, name: string): StoredResource<SpecOf<K>> {
+    const row = this.statements.get.get(kind, name);
+    if (!row) throw new NotFoundError(kind, name);
+    return toResource(row);
+  }
+
+  /** @inheritdoc */
+  create<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>): Promise<StoredResource<SpecOf<K>>> {
+    return settle(() => {
+      const selectors = kind === 'Machine' ? selectorEntries(input.spec as MachineSpec) : undefined;
+      return this.db
+        .transaction(() => {
+          if (this.statements.current.get(kind, input.name)) throw new AlreadyExistsError(kind, input.name);
+          const last = this.statements.lastRevision.get(kind, input.name)?.revision ?? 0;
+          this.write(kind, input, last + 1, this.timestamp(), selectors);
+          return this.getOrThrow(kind, input.name);
+        })
+        .immediate();
+    });
+  }
+
+  /** @inheritdoc */
+  get<K extends ResourceKind>(kind: K, name: string): Promise<StoredResource<SpecOf<K>>> {
+    return settle(() => this.getOrThrow(kind, name));
+  }
+
+  /** @inheritdoc */
+  getRevision<K extends ResourceKind>(kind: K, name: string, revision: number): Promise<StoredResource<SpecOf<K>>> {
+    return settle(() => {
+      const row = this.statements.getRevision.get(kind, name, revision);
+      if (!row) throw new NotFoundError(kind, name, revision);
+      return toResource<SpecOf<K>>(row);
+    });
+  }
+
+  /** @inheritdoc */
+  list<K extends ResourceKind>(kind: K, options: ListOptions = {}): Promise<ListPage<SpecOf<K>>> {
+    return settle(() => {
+      const limit = checkLimit(options.limit);
+      const after = options.continue === undefined || options.continue === '' ? '' : decodeContinue(kind, options.continue);
+      const terms = Object.entries(options.labelSelector ?? {});
+      const sql =
+        `SELECT v.* ${CURRENT_JOIN} WHERE r.kind = ? AND r.name > ?` +
+        terms.map(() => ' AND r.name IN (SELECT name FROM resource_labels WHERE kind = ? AND key = ? AND value = ?)').join('') +
+        ' ORDER BY r.name LIMIT ?';
+      const params: (string | number)[] = [kind, after, ...terms.flatMap(([key, value]) => [kind, key, value]), limit + 1];
+      const rows = this.db.prepare<(string | number)[], RevisionRow>(sql).all(...params);
+      const items = rows.slice(0, limit).map((row) => toResource<SpecOf<K>>(row));
+      const last = items.at(-1);
+      return { items, ...(rows.length > limit && last ? { continue: encodeContinue(kind, last.name) } : {}) };
+    });
+  }
+
+  /** @inheritdoc */
+  replace<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>, options: WriteOptions = {}): Promise<StoredResource<SpecOf<K>>> {
+    return settle(() => {
+      const selectors = kind === 'Machine' ? selectorEntries(input.spec as MachineSpec) : undefined;
+      return this.db
+        .transaction(() => {
+          const current = this.statements.current.get(kind, input.name);
+          if (!current) throw new NotFoundError(kind, input.name);
+          if (options.ifMatch !== undefined && options.ifMatch !== current.revision) throw new PreconditionFailedError(kind, input.name, options.ifMatch, current.revision);
+          this.write(kind, input, current.revision + 1, current.created_at, selectors);
+          return this.getOrThrow(kind, input.name);
+        })
+        .immediate();
+    });
+  }
+
+  /** @inheritdoc */
+  delete(kind: ResourceKind, name: string, options: WriteOptions = {}): Promise<void> {
+    const s = this.statements;
+    return settle(() => {
+      this.db
+        .transaction(() => {
+          const current = s.current.get(kind, name);
+          if (!current) throw new NotFoundError(kind, name);
+          if (options.ifMatch !== undefined && options.ifMatch !== current.revision) throw new PreconditionFailedError(kind, name, options.ifMatch, current.revision);
+          if (kind === 'Cluster' || kind === 'Profile') {
+            const users = this.machinesNaming(kind, name);
+            if (users.length > 0) throw new ReferencedError(kind, name, users);
+          }
+          s.deleteCurrent.run(kind, name);
+          s.deleteLabels.run(kind, name);
+          if (kind === 'Machine') {
+            s.deleteSelectors.run(name);
+            s.resetFetches.run(name);
+          }
+        })
+        .immediate();
+    });
+  }
+
+  /** @inheritdoc */
+  revisions<K extends ResourceKind>(kind: K, name: string): Promise<StoredResource<SpecOf<K>>[]> {
+    return settle(() => {
+      const rows = this.statements.revisions.all(kind, name);
+      if (rows.length === 0) throw new NotFoundError(kind, name);
+      return rows.map((row) => toResource<SpecOf<K>>(row));
+    });
+  }
+
+  private machinesNaming(kind: 'Cluster' | 'Profile', name: string): string[] {
+    return (kind === 'Cluster' ? this.statements.refClusters : this.statements.refProfiles).all(name).map((r) => r.name);
+  }
+
+  /** @inheritdoc */
+  referencedBy(kind: 'Cluster' | 'Profile', name: string): Promise<string[]> {
+    return settle(() => this.machinesNaming(kind, name));
+  }
+
+  /** @inheritdoc */
+  findMachinesBy(identity: MachineIdentity & { labels?: Record<string, string> }): Promise<StoredResource<MachineSpec>[]> {
+    return settle(() => {
+      const entries = identityEntries(identity);
+      if (entries.length === 0) return [];
+      const sql =
+        `SELECT v.* ${CURRENT_JOIN} WHERE r.kind = 'Machine' AND r.name IN (SELECT machine FROM machine_selectors WHERE ` +
+        entries.map(() => '(selector = ? AND value = ?)').join(' OR ') +
+        ') ORDER BY r.name';
+      const rows = this.db.prepare<string[], RevisionRow>(sql).all(...entries.flatMap((e) => [e.selector, e.value]));
+      return rows.map((row) => toResource<MachineSpec>(row));
+    });
+  }
+
+  /** @inheritdoc */
+  recordAudit(entry: AuditInput): Promise<void> {
+    return settle(() => {
+      this.statements.insertAudit.run(entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp());
+    });
+  }
+
+  /** @inheritdoc */
+  audit(machine: string, options: { limit?: number } = {}): Promise<AuditEntry[]> {
+    return settle(() => this.statements.audit.all(machine, checkLimit(options.limit)));
+  }
+
+  /** @inheritdoc */
+  takeFetch(machine: string, max: number): Promise<boolean> {
+    return settle(() => this.statements.takeFetch.get(machine, max, max) !== undefined);
+  }
+
+  /** @inheritdoc */
+  fetchCount(machine: string): Promise<number> {
+    return settle(() => this.statements.fetchCount.get(machine)?.count ?? 0);
+  }
+
+  /** @inheritdoc */
+  resetFetches(machine: string): Promise<void> {
+    return settle(() => {
+      this.statements.resetFetches.run(machine);
+    });
+  }
+
+  /** @inheritdoc */
+  recordDiscovered(identity: MachineIdentity): Promise<DiscoveredMachine> {
+    return settle(() => {
+      const key = discoveredKey(identity);
+      const now = this.timestamp();
+      return toDiscovered(this.statements.upsertDiscovered.get(key.mac, key.uuid, key.serial, key.hostname, now, now)!);
+    });
+  }
+
+  /** @inheritdoc */
+  listDiscovered(options: { limit?: number } = {}): Promise<DiscoveredMachine[]> {
+    return settle(() => this.statements.listDiscovered.all(checkLimit(options.limit)).map(toDiscovered));
+  }
+
+  /** @inheritdoc */
+  ping(): Promise<void> {
+    return settle(() => {
+      this.statements.ping.get();
+    });
+  }
+
+  /** @inheritdoc */
+  close(): Promise<void> {
+    if (this.db.open) this.db.close();
+    return Promise.resolve();
+  }
+}

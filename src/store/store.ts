@@ -1,0 +1,260 @@
+/**
+ * The `Store` (DESIGN §6): the inventory of clusters, profiles and machines with their
+ * revision history, plus what the boot routes need at run time (the machine selector
+ * index, fetch counters, the audit log and discovered machines).
+ *
+ * Asynchronous so that a networked implementation (PostgreSQL) fits the same interface;
+ * every implementation passes test/store/suite.ts. Specs are stored as given: callers
+ * validate them first (src/api/routes/resources.ts) and pass JSON-safe values.
+ */
+import { InvalidArgumentError } from './errors.js';
+import type { MachineIdentity } from './identity.js';
+import type { ClusterSpec, MachineSpec, ProfileSpec, ResourceKind, StoredResource } from './resources.js';
+
+export type { MachineIdentity } from './identity.js';
+
+/** The spec type of each kind. */
+export type SpecOf<K extends ResourceKind> = K extends 'Cluster' ? ClusterSpec : K extends 'Profile' ? ProfileSpec : MachineSpec;
+
+/** What a create or replace writes. */
+export interface ResourceInput<S> {
+  name: string;
+  /** Free labels (default none). */
+  labels?: Record<string, string>;
+  spec: S;
+}
+
+/** Optimistic concurrency for writes. */
+export interface WriteOptions {
+  /** The revision the caller last read; another current revision fails with PreconditionFailedError. */
+  ifMatch?: number;
+}
+
+/** Page size when `limit` is not given. */
+export const DEFAULT_LIST_LIMIT = 100;
+/** Largest page a list returns. */
+export const MAX_LIST_LIMIT = 1000;
+
+/** Options of {@link Store.list}. */
+export interface ListOptions {
+  /** Items per page, 1 to {@link MAX_LIST_LIMIT} (default {@link DEFAULT_LIST_LIMIT}). */
+  limit?: number;
+  /** The token a previous page returned: continue after its last item. */
+  continue?: string;
+  /** Equality filter: every label given must be present with this value. */
+  labelSelector?: Record<string, string>;
+}
+
+/** One page of a list, ordered by name (byte order). */
+export interface ListPage<S> {
+  items: StoredResource<S>[];
+  /** Present when more items may follow: pass it as `continue` for the next page. */
+  continue?: string;
+}
+
+/** One fetch of a machine's data by a booting machine (issue 4 audit). */
+export interface AuditInput {
+  machine: string;
+  /** The route, e.g. `/ignition`. */
+  route: string;
+  /** The client's address as the service saw it. */
+  client: string;
+  /** The HTTP status answered. */
+  status: number;
+  /** ISO 8601 UTC; default now. */
+  at?: string;
+}
+
+/** An audit row as read back. */
+export interface AuditEntry extends Required<AuditInput> {
+  /** Increasing with each row written: the order of writing. */
+  id: number;
+}
+
+/** A machine that booted but matched no registered machine. */
+export interface DiscoveredMachine {
+  /** Lower-case colon form. */
+  mac?: string;
+  /** Lower case, hyphenated. */
+  uuid?: string;
+  serial?: string;
+  /** Lower case. */
+  hostname?: string;
+  /** ISO 8601 UTC of the first and the latest sighting. */
+  firstSeen: string;
+  lastSeen: string;
+  /** How many times it was seen. */
+  count: number;
+}
+
+/**
+ * The store. Every write is one transaction; reads see committed writes only.
+ *
+ * Revisions: a resource's first create is revision 1 and every replace adds one. History
+ * outlives a delete: a name deleted and created again continues after its last revision,
+ * so an old `ifMatch` (or ETag) never matches the new resource and old revisions stay
+ * readable and servable.
+ */
+export interface Store {
+  /**
+   * Create a resource at its next revision (1 for a new name).
+   *
+   * For machines, the revision records `refs`: the current revisions of the cluster and
+   * profile it names, and the selector index is updated.
+   *
+   * @throws AlreadyExistsError when the name exists; MissingReferenceError when a
+   *   machine names a missing cluster or profile; InvalidArgumentError for a machine
+   *   selector that is not a MAC address or UUID.
+   */
+  create<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>): Promise<StoredResource<SpecOf<K>>>;
+
+  /** The current revision. @throws NotFoundError */
+  get<K extends ResourceKind>(kind: K, name: string): Promise<StoredResource<SpecOf<K>>>;
+
+  /** One revision from the history, also of a deleted resource. @throws NotFoundError */
+  getRevision<K extends ResourceKind>(kind: K, name: string, revision: number): Promise<StoredResource<SpecOf<K>>>;
+
+  /**
+   * A page of the existing resources of a kind, by name.
+   *
+   * @throws InvalidArgumentError naming `limit` or `continue` for a bad value.
+   */
+  list<K extends ResourceKind>(kind: K, options?: ListOptions): Promise<ListPage<SpecOf<K>>>;
+
+  /**
+   * Replace labels and spec, raising the revision by one.
+   *
+   * @throws NotFoundError; PreconditionFailedError when `ifMatch` is not current; as
+   *   {@link create} for machines.
+   */
+  replace<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>, options?: WriteOptions): Promise<StoredResource<SpecOf<K>>>;
+
+  /**
+   * Delete a resource (its history stays). Deleting a machine also drops its selector
+   * index entries and fetch counter (its audit rows stay).
+   *
+   * @throws NotFoundError; PreconditionFailedError; ReferencedError when machines
+   *   still name the cluster or profile.
+   */
+  delete(kind: ResourceKind, name: string, options?: WriteOptions): Promise<void>;
+
+  /** Every revision, oldest first, also of a deleted resource. @throws NotFoundError when there is none. */
+  revisions<K extends ResourceKind>(kind: K, name: string): Promise<StoredResource<SpecOf<K>>[]>;
+
+  /** Names of the existing machines whose current spec names the cluster or profile, sorted. */
+  referencedBy(kind: 'Cluster' | 'Profile', name: string): Promise<string[]>;
+
+  /**
+   * Machines with at least one selector equal to a given identity value (MAC and UUID
+   * compared normalised, host name case-insensitively, serial exactly, labels as
+   * `key=value`), sorted by name: an index lookup, whatever the number of machines.
+   * Ranking the candidates is the caller's (src/boot).
+   */
+  findMachinesBy(identity: MachineIdentity & { labels?: Record<string, string> }): Promise<StoredResource<MachineSpec>[]>;
+
+  /** Append an audit row. */
+  recordAudit(entry: AuditInput): Promise<void>;
+
+  /**
+   * A machine's audit rows, newest first.
+   *
+   * @param options.limit at most this many rows (default 100, at most 1000).
+   * @throws InvalidArgumentError naming `limit`.
+   */
+  audit(machine: string, options?: { limit?: number }): Promise<AuditEntry[]>;
+
+  /**
+   * Count one fetch of a machine's secret-bearing data, atomically: when fewer than
+   * `max` fetches were counted, add one and return true; otherwise change nothing and
+   * return false. One statement, so concurrent callers never exceed `max`.
+   */
+  takeFetch(machine: string, max: number): Promise<boolean>;
+
+  /** Fetches counted for a machine since its last reset (0 when none). */
+  fetchCount(machine: string): Promise<number>;
+
+  /** Reset a machine's fetch counter to 0 (an operator allowing it to boot again). */
+  resetFetches(machine: string): Promise<void>;
+
+  /**
+   * Record a sighting of an unknown machine: insert it with first and last seen now,
+   * or, when the same identity (all four fields, normalised) was seen before, update
+   * last seen and the count.
+   *
+   * @throws InvalidArgumentError naming `mac` or `uuid` for an unparseable value, or
+   *   `identity` when every field is empty.
+   */
+  recordDiscovered(identity: MachineIdentity): Promise<DiscoveredMachine>;
+
+  /** Discovered machines, most recently seen first. @param options.limit default 100, at most 1000. */
+  listDiscovered(options?: { limit?: number }): Promise<DiscoveredMachine[]>;
+
+  /** Resolve when the store answers a trivial query (readiness). @throws when it does not. */
+  ping(): Promise<void>;
+
+  /** Release the store (idempotent). */
+  close(): Promise<void>;
+}
+
+/**
+ * Check a page size.
+ *
+ * @returns `limit`, or `fallback` when undefined.
+ * @throws InvalidArgumentError naming `limit` unless an integer 1 to {@link MAX_LIST_LIMIT}.
+ */
+export function checkLimit(limit: number | undefined, fallback = DEFAULT_LIST_LIMIT): number {
+  if (limit === undefined) return fallback;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) throw new InvalidArgumentError('limit', `must be an integer from 1 to ${MAX_LIST_LIMIT}`);
+  return limit;
+}
+
+/**
+ * The opaque continue token for a page ending at `lastName` of `kind`: base64url of a
+ * small JSON object. Tokens carry no secret and no position other than the name.
+ */
+export function encodeContinue(kind: ResourceKind, lastName: string): string {
+  return Buffer.from(JSON.stringify({ v: 1, k: kind, a: lastName }), 'utf8').toString('base64url');
+}
+
+/**
+ * Read a continue token.
+ *
+ * @returns the name the next page starts after.
+ * @throws InvalidArgumentError naming `continue` for a token not made by
+ *   {@link encodeContinue} for this kind.
+ */
+export function decodeContinue(kind: ResourceKind, token: string): string {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch {
+    value = undefined;
+  }
+  const v = typeof value === 'object' && value !== null ? (value as { v?: unknown; k?: unknown; a?: unknown }) : undefined;
+  if (v?.v !== 1 || v.k !== kind || typeof v.a !== 'string') {
+    throw new InvalidArgumentError('continue', 'is not a token from a previous page of this list');
+  }
+  return v.a;
+}
+
+/**
+ * Parse a Kubernetes-style equality label selector: `key=value` or `key==value` terms
+ * separated by commas (`app=web,tier=front`); spaces around terms are ignored.
+ *
+ * @returns the required labels (an empty selector selects everything).
+ * @throws InvalidArgumentError naming `labelSelector` for a term without `=`, with an
+ *   empty key, or repeating a key with another value.
+ */
+export function parseLabelSelector(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const raw of text.split(',')) {
+    const term = raw.trim();
+    if (term === '') continue;
+    const m = /^([^=!\s]+)\s*==?\s*(\S*)$/.exec(term);
+    if (!m) throw new InvalidArgumentError('labelSelector', 'must be key=value terms separated by commas (only equality is supported)');
+    const [, key, value] = m as unknown as [string, string, string];
+    if (Object.hasOwn(out, key) && out[key] !== value) throw new InvalidArgumentError('labelSelector', `asks for two values of "${key}"`);
+    out[key] = value;
+  }
+  return out;
+}

@@ -1,0 +1,441 @@
+/**
+ * The shared Store test suite (DESIGN §6): every Store implementation must pass it.
+ *
+ * `makeStore` gives a new, empty store for each test; `reopen` closes nothing itself:
+ * it is handed a store the suite has closed and must open the same data again (a
+ * restart of the service).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { AlreadyExistsError, InvalidArgumentError, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from '../../src/store/errors.js';
+import type { ClusterSpec, MachineSpec, ProfileSpec } from '../../src/store/resources.js';
+import type { Store } from '../../src/store/store.js';
+
+const TOKEN = 'abcdef.0123456789abcdef';
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+const cluster = (name = 'prod', extra: Partial<ClusterSpec> = {}): ClusterSpec => ({ name, controlPlaneEndpoint: `api.${name}.example.com:6443`, bootstrapToken: TOKEN, ...extra });
+const profile = (extra: Partial<ProfileSpec> = {}): ProfileSpec => ({ role: 'worker', kubernetesVersion: 'v1.33.2', ...extra });
+const machine = (extra: Partial<MachineSpec> = {}, selectors: Partial<MachineSpec['selectors']> = {}): MachineSpec => ({
+  selectors: { mac: [], labels: {}, ...selectors },
+  cluster: 'prod',
+  profile: 'worker',
+  nodeLabels: {},
+  taints: [],
+  ...extra,
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A store with cluster `prod` and profile `worker`, ready for machines. */
+async function withBase(makeStore: () => Promise<Store>): Promise<Store> {
+  const store = await makeStore();
+  await store.create('Cluster', { name: 'prod', spec: cluster() });
+  await store.create('Profile', { name: 'worker', spec: profile() });
+  return store;
+}
+
+/** Run `body` against a fresh store and close it afterwards. */
+function using(makeStore: () => Promise<Store>, body: (store: Store) => Promise<void>, base = false): () => Promise<void> {
+  return async () => {
+    const store = base ? await withBase(makeStore) : await makeStore();
+    try {
+      await body(store);
+    } finally {
+      await store.close();
+    }
+  };
+}
+
+/**
+ * Register the suite.
+ *
+ * @param name the implementation's name, for test titles.
+ * @param makeStore a new, empty store per call.
+ * @param reopen the same data as a closed store, opened again.
+ */
+export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen: (closed: Store) => Promise<Store>): void {
+  describe(`Store: ${name}`, () => {
+    describe('create, get, revisions', () => {
+      it('creates at revision 1 with labels and ISO UTC timestamps', using(makeStore, async (store) => {
+        const created = await store.create('Cluster', { name: 'prod', labels: { env: 'prod', team: 'infra' }, spec: cluster() });
+        assert.equal(created.kind, 'Cluster');
+        assert.equal(created.name, 'prod');
+        assert.equal(created.revision, 1);
+        assert.deepEqual(created.labels, { env: 'prod', team: 'infra' });
+        assert.deepEqual(created.spec, cluster());
+        assert.match(created.createdAt, ISO);
+        assert.equal(created.updatedAt, created.createdAt);
+        assert.equal(created.refs, undefined);
+        assert.deepEqual(await store.get('Cluster', 'prod'), created);
+      }));
+
+      it('refuses a second create of the same name, but the same name of another kind is fine', using(makeStore, async (store) => {
+        await store.create('Cluster', { name: 'prod', spec: cluster() });
+        await assert.rejects(store.create('Cluster', { name: 'prod', spec: cluster('other') }), (e) => e instanceof AlreadyExistsError && e.kind === 'Cluster' && e.resourceName === 'prod');
+        assert.equal((await store.get('Cluster', 'prod')).spec.name, 'prod');
+        assert.equal((await store.create('Profile', { name: 'prod', spec: profile() })).revision, 1);
+      }));
+
+      it('get and getRevision of what does not exist are NotFoundError', using(makeStore, async (store) => {
+        await assert.rejects(store.get('Machine', 'nope'), (e) => e instanceof NotFoundError && e.kind === 'Machine' && e.resourceName === 'nope');
+        await store.create('Profile', { name: 'worker', spec: profile() });
+        await assert.rejects(store.getRevision('Profile', 'worker', 2), (e) => e instanceof NotFoundError && e.revision === 2);
+        await assert.rejects(store.revisions('Profile', 'nope'), NotFoundError);
+      }));
+
+      it('each replace raises the revision by one; history is oldest first and readable', using(makeStore, async (store) => {
+        const first = await store.create('Profile', { name: 'worker', labels: { v: '1' }, spec: profile() });
+        await sleep(3);
+        const second = await store.replace('Profile', { name: 'worker', labels: { v: '2' }, spec: profile({ kubernetesVersion: 'v1.34.0' }) });
+        const third = await store.replace('Profile', { name: 'worker', spec: profile({ role: 'control-plane' }) });
+        assert.deepEqual([first.revision, second.revision, third.revision], [1, 2, 3]);
+        assert.equal(third.createdAt, first.createdAt, 'createdAt stays');
+        assert.ok(second.updatedAt > first.updatedAt, 'updatedAt moves');
+        assert.deepEqual(third.labels, {});
+        const history = await store.revisions('Profile', 'worker');
+        assert.deepEqual(
+          history.map((r) => [r.revision, r.spec.role, r.spec.kubernetesVersion, r.labels]),
+          [
+            [1, 'worker', 'v1.33.2', { v: '1' }],
+            [2, 'worker', 'v1.34.0', { v: '2' }],
+            [3, 'control-plane', 'v1.33.2', {}],
+          ],
+        );
+        assert.deepEqual(await store.getRevision('Profile', 'worker', 2), second);
+        assert.deepEqual(await store.get('Profile', 'worker'), third);
+      }));
+
+      it('replace of a missing resource is NotFoundError', using(makeStore, async (store) => {
+        await assert.rejects(store.replace('Cluster', { name: 'prod', spec: cluster() }), NotFoundError);
+      }));
+    });
+
+    describe('If-Match', () => {
+      it('a stale ifMatch fails replace and delete with the current revision; the right one succeeds', using(makeStore, async (store) => {
+        await store.create('Cluster', { name: 'prod', spec: cluster() });
+        await store.replace('Cluster', { name: 'prod', spec: cluster() }, { ifMatch: 1 });
+        await assert.rejects(store.replace('Cluster', { name: 'prod', spec: cluster() }, { ifMatch: 1 }), (e) => e instanceof PreconditionFailedError && e.expected === 1 && e.actual === 2);
+        await assert.rejects(store.delete('Cluster', 'prod', { ifMatch: 1 }), (e) => e instanceof PreconditionFailedError && e.actual === 2);
+        assert.equal((await store.get('Cluster', 'prod')).revision, 2);
+        assert.equal((await store.replace('Cluster', { name: 'prod', spec: cluster() }, { ifMatch: 2 })).revision, 3);
+        await store.delete('Cluster', 'prod', { ifMatch: 3 });
+        await assert.rejects(store.get('Cluster', 'prod'), NotFoundError);
+      }));
+
+      it('concurrent replaces with the same ifMatch: exactly one succeeds', using(makeStore, async (store) => {
+        await store.create('Cluster', { name: 'prod', spec: cluster() });
+        const results = await Promise.allSettled(
+          Array.from({ length: 20 }, (_, i) => store.replace('Cluster', { name: 'prod', labels: { writer: String(i) }, spec: cluster() }, { ifMatch: 1 })),
+        );
+        const won = results.filter((r) => r.status === 'fulfilled');
+        const lost = results.filter((r) => r.status === 'rejected');
+        assert.equal(won.length, 1);
+        assert.equal(lost.length, 19);
+        for (const r of lost) assert.ok(r.reason instanceof PreconditionFailedError);
+        const current = await store.get('Cluster', 'prod');
+        assert.equal(current.revision, 2);
+        assert.deepEqual(current.labels, won[0]!.value.labels);
+        assert.equal((await store.revisions('Cluster', 'prod')).length, 2);
+      }));
+    });
+
+    describe('delete', () => {
+      it('keeps history; a name created again continues after its last revision', using(makeStore, async (store) => {
+        await store.create('Cluster', { name: 'prod', spec: cluster() });
+        await store.replace('Cluster', { name: 'prod', spec: cluster('prod', { certificateKey: 'a'.repeat(64) }) });
+        await store.delete('Cluster', 'prod');
+        await assert.rejects(store.get('Cluster', 'prod'), NotFoundError);
+        await assert.rejects(store.delete('Cluster', 'prod'), NotFoundError);
+        assert.deepEqual((await store.list('Cluster')).items, []);
+        assert.deepEqual((await store.revisions('Cluster', 'prod')).map((r) => r.revision), [1, 2]);
+        assert.equal((await store.getRevision('Cluster', 'prod', 2)).spec.certificateKey, 'a'.repeat(64));
+        const again = await store.create('Cluster', { name: 'prod', spec: cluster() });
+        assert.equal(again.revision, 3);
+        await assert.rejects(store.replace('Cluster', { name: 'prod', spec: cluster() }, { ifMatch: 1 }), PreconditionFailedError);
+        assert.deepEqual((await store.revisions('Cluster', 'prod')).map((r) => r.revision), [1, 2, 3]);
+      }));
+    });
+
+    describe('machines: references', () => {
+      it('records the cluster and profile revisions current at each write', using(makeStore, async (store) => {
+        const m1 = await store.create('Machine', { name: 'node-1', spec: machine() });
+        assert.deepEqual(m1.refs, { clusterRevision: 1, profileRevision: 1 });
+        await store.replace('Cluster', { name: 'prod', spec: cluster('prod', { controlPlaneEndpoint: 'api2.prod.example.com:6443' }) });
+        await store.replace('Cluster', { name: 'prod', spec: cluster() });
+        assert.deepEqual((await store.get('Machine', 'node-1')).refs, { clusterRevision: 1, profileRevision: 1 }, 'a cluster change does not move the machine');
+        const m2 = await store.replace('Machine', { name: 'node-1', spec: machine({ nodeName: 'n1' }) });
+        assert.deepEqual(m2.refs, { clusterRevision: 3, profileRevision: 1 });
+        assert.deepEqual((await store.getRevision('Machine', 'node-1', 1)).refs, { clusterRevision: 1, profileRevision: 1 });
+        assert.deepEqual((await store.revisions('Machine', 'node-1')).map((r) => r.refs), [
+          { clusterRevision: 1, profileRevision: 1 },
+          { clusterRevision: 3, profileRevision: 1 },
+        ]);
+      }, true));
+
+      it('a machine naming a missing cluster or profile is MissingReferenceError naming each field', using(makeStore, async (store) => {
+        await assert.rejects(store.create('Machine', { name: 'node-1', spec: machine({ cluster: 'nope', profile: 'gone' }) }), (e) => {
+          assert.ok(e instanceof MissingReferenceError);
+          assert.deepEqual(e.missing, [
+            { path: 'spec.cluster', kind: 'Cluster', name: 'nope' },
+            { path: 'spec.profile', kind: 'Profile', name: 'gone' },
+          ]);
+          return true;
+        });
+        await assert.rejects(store.get('Machine', 'node-1'), NotFoundError, 'nothing was written');
+        await store.create('Machine', { name: 'node-1', spec: machine() });
+        await assert.rejects(store.replace('Machine', { name: 'node-1', spec: machine({ profile: 'gone' }) }), (e) => e instanceof MissingReferenceError && e.missing.length === 1 && e.missing[0]!.path === 'spec.profile');
+        assert.equal((await store.get('Machine', 'node-1')).revision, 1);
+      }, true));
+
+      it('referencedBy lists the machines; deleting a used cluster or profile is ReferencedError', using(makeStore, async (store) => {
+        await store.create('Cluster', { name: 'staging', spec: cluster('staging') });
+        for (const n of ['node-b', 'node-a', 'node-c']) await store.create('Machine', { name: n, spec: machine() });
+        assert.deepEqual(await store.referencedBy('Cluster', 'prod'), ['node-a', 'node-b', 'node-c']);
+        assert.deepEqual(await store.referencedBy('Profile', 'worker'), ['node-a', 'node-b', 'node-c']);
+        assert.deepEqual(await store.referencedBy('Cluster', 'staging'), []);
+        await assert.rejects(store.delete('Cluster', 'prod'), (e) => e instanceof ReferencedError && e.kind === 'Cluster' && e.machines.join() === 'node-a,node-b,node-c');
+        await assert.rejects(store.delete('Profile', 'worker'), (e) => e instanceof ReferencedError && e.machines.length === 3);
+        await store.replace('Machine', { name: 'node-a', spec: machine({ cluster: 'staging' }) });
+        await store.delete('Machine', 'node-b');
+        assert.deepEqual(await store.referencedBy('Cluster', 'prod'), ['node-c']);
+        assert.deepEqual(await store.referencedBy('Cluster', 'staging'), ['node-a']);
+        await store.replace('Machine', { name: 'node-c', spec: machine({ cluster: 'staging' }) });
+        await store.delete('Cluster', 'prod');
+        await assert.rejects(store.get('Cluster', 'prod'), NotFoundError);
+      }, true));
+    });
+
+    describe('list', () => {
+      it('pages by name: stable, complete, no duplicates', using(makeStore, async (store) => {
+        const names = Array.from({ length: 25 }, (_, i) => `c-${String(i).padStart(2, '0')}`);
+        for (const n of [...names].reverse()) await store.create('Cluster', { name: n, spec: cluster(n) });
+        const seen: string[] = [];
+        let token: string | undefined;
+        const sizes: number[] = [];
+        do {
+          const page = await store.list('Cluster', { limit: 10, ...(token ? { continue: token } : {}) });
+          sizes.push(page.items.length);
+          seen.push(...page.items.map((r) => r.name));
+          token = page.continue;
+          if (seen.length === 10) {
+            // Writes between pages: a name before the cursor is not seen, one after it is.
+            await store.create('Cluster', { name: 'c-00a', spec: cluster('c-00a') });
+            await store.create('Cluster', { name: 'c-99', spec: cluster('c-99') });
+          }
+        } while (token);
+        assert.deepEqual(sizes, [10, 10, 6]);
+        assert.deepEqual(seen, [...names, 'c-99']);
+        const all = await store.list('Cluster', { limit: 1000 });
+        assert.equal(all.items.length, 27);
+        assert.equal(all.continue, undefined);
+        assert.equal((await store.list('Cluster')).items.length, 27, 'default limit');
+        const exact = await store.list('Cluster', { limit: 27 });
+        assert.equal(exact.continue, undefined, 'no token when the page ends the list');
+      }));
+
+      it('refuses a bad limit or continue token', using(makeStore, async (store) => {
+        for (const limit of [0, -1, 1.5, 1001]) await assert.rejects(store.list('Cluster', { limit }), (e) => e instanceof InvalidArgumentError && e.field === 'limit');
+        for (const token of ['garbage', Buffer.from('{"v":2}').toString('base64url')]) {
+          await assert.rejects(store.list('Cluster', { continue: token }), (e) => e instanceof InvalidArgumentError && e.field === 'continue');
+        }
+        for (const n of ['a', 'b']) await store.create('Profile', { name: n, spec: profile() });
+        const page = await store.list('Profile', { limit: 1 });
+        assert.ok(page.continue);
+        await assert.rejects(store.list('Cluster', { continue: page.continue }), InvalidArgumentError, 'a token is for one kind');
+        assert.deepEqual((await store.list('Profile', { continue: page.continue })).items.map((r) => r.name), ['b']);
+      }));
+
+      it('filters by labels (every term must match), across pages, following replaces and deletes', using(makeStore, async (store) => {
+        const labelsOf = (i: number) => ({ env: i % 2 === 0 ? 'prod' : 'dev', tier: i % 3 === 0 ? 'front' : 'back', 'example.com/rack': `r${i % 4}` });
+        for (let i = 0; i < 12; i++) await store.create('Profile', { name: `p-${String(i).padStart(2, '0')}`, labels: labelsOf(i), spec: profile() });
+        const names = async (labelSelector: Record<string, string>, limit = 100) => {
+          const out: string[] = [];
+          let token: string | undefined;
+          do {
+            const page = await store.list('Profile', { labelSelector, limit, ...(token ? { continue: token } : {}) });
+            out.push(...page.items.map((r) => r.name));
+            token = page.continue;
+          } while (token);
+          return out;
+        };
+        assert.deepEqual(await names({ env: 'prod' }), ['p-00', 'p-02', 'p-04', 'p-06', 'p-08', 'p-10']);
+        assert.deepEqual(await names({ env: 'prod' }, 4), ['p-00', 'p-02', 'p-04', 'p-06', 'p-08', 'p-10']);
+        assert.deepEqual(await names({ env: 'prod', tier: 'front' }), ['p-00', 'p-06']);
+        assert.deepEqual(await names({ 'example.com/rack': 'r1' }), ['p-01', 'p-05', 'p-09']);
+        assert.deepEqual(await names({ env: 'staging' }), []);
+        assert.deepEqual(await names({ env: 'prod', missing: 'x' }), []);
+        assert.equal((await names({})).length, 12);
+        await store.replace('Profile', { name: 'p-00', labels: { env: 'dev' }, spec: profile() });
+        await store.delete('Profile', 'p-06');
+        assert.deepEqual(await names({ env: 'prod', tier: 'front' }), []);
+        assert.deepEqual(await names({ env: 'dev', tier: 'front' }), ['p-03', 'p-09']);
+        assert.ok((await names({ env: 'dev' })).includes('p-00'));
+      }));
+
+      it('lists only the kind asked for', using(makeStore, async (store) => {
+        await store.create('Machine', { name: 'node-1', spec: machine() });
+        assert.deepEqual((await store.list('Machine')).items.map((r) => [r.name, r.refs]), [['node-1', { clusterRevision: 1, profileRevision: 1 }]]);
+        assert.deepEqual((await store.list('Cluster')).items.map((r) => r.name), ['prod']);
+      }, true));
+    });
+
+    describe('audit', () => {
+      it('reads back a machine’s rows newest first, with a limit', using(makeStore, async (store) => {
+        for (let i = 0; i < 5; i++) await store.recordAudit({ machine: 'node-1', route: `/r${i}`, client: '10.0.0.1', status: 200 + i, at: `2030-01-01T00:00:0${i}.000Z` });
+        await store.recordAudit({ machine: 'node-2', route: '/ignition', client: '::1', status: 403 });
+        const rows = await store.audit('node-1');
+        assert.deepEqual(
+          rows.map((r) => [r.route, r.status, r.client, r.at, r.machine]),
+          [4, 3, 2, 1, 0].map((i) => [`/r${i}`, 200 + i, '10.0.0.1', `2030-01-01T00:00:0${i}.000Z`, 'node-1']),
+        );
+        for (let i = 1; i < rows.length; i++) assert.ok(rows[i - 1]!.id > rows[i]!.id);
+        assert.deepEqual((await store.audit('node-1', { limit: 2 })).map((r) => r.route), ['/r4', '/r3']);
+        const other = await store.audit('node-2');
+        assert.equal(other.length, 1);
+        assert.equal(other[0]!.status, 403);
+        assert.match(other[0]!.at, ISO);
+        assert.deepEqual(await store.audit('node-3'), []);
+        await assert.rejects(store.audit('node-1', { limit: 0 }), InvalidArgumentError);
+      }));
+    });
+
+    describe('fetch counting', () => {
+      it('50 concurrent takeFetch calls with max 7: exactly 7 succeed', using(makeStore, async (store) => {
+        const results = await Promise.all(Array.from({ length: 50 }, () => store.takeFetch('node-1', 7)));
+        assert.equal(results.filter(Boolean).length, 7);
+        assert.equal(await store.fetchCount('node-1'), 7);
+        assert.equal(await store.takeFetch('node-1', 7), false);
+        assert.equal(await store.fetchCount('node-1'), 7, 'a refusal does not count');
+        assert.equal(await store.takeFetch('node-1', 8), true, 'a raised limit allows more');
+        assert.equal(await store.fetchCount('node-2'), 0);
+        await store.resetFetches('node-1');
+        assert.equal(await store.fetchCount('node-1'), 0);
+        assert.equal(await store.takeFetch('node-1', 1), true);
+        assert.equal(await store.takeFetch('node-1', 1), false);
+        assert.equal(await store.takeFetch('node-3', 0), false, 'max 0 allows none');
+        assert.equal(await store.fetchCount('node-3'), 0);
+      }));
+
+      it('deleting a machine resets its counter', using(makeStore, async (store) => {
+        await store.create('Machine', { name: 'node-1', spec: machine({ maxFetches: 1 }) });
+        assert.equal(await store.takeFetch('node-1', 1), true);
+        await store.delete('Machine', 'node-1');
+        assert.equal(await store.fetchCount('node-1'), 0);
+      }, true));
+    });
+
+    describe('discovered machines', () => {
+      it('upserts on the normalised identity, keeping first seen and moving last seen', using(makeStore, async (store) => {
+        const first = await store.recordDiscovered({ mac: 'AA-BB-CC-DD-EE-01', uuid: '4C4C4544-0042-3510-8052-B4C04F4E3232', serial: 'SN 42/A&B' });
+        assert.deepEqual({ ...first, firstSeen: '', lastSeen: '' }, { mac: 'aa:bb:cc:dd:ee:01', uuid: '4c4c4544-0042-3510-8052-b4c04f4e3232', serial: 'SN 42/A&B', firstSeen: '', lastSeen: '', count: 1 });
+        assert.equal(first.firstSeen, first.lastSeen);
+        await sleep(5);
+        const again = await store.recordDiscovered({ mac: 'aabb.ccdd.ee01', uuid: '4c4c45440042351080 52b4c04f4e3232'.replace(' ', ''), serial: 'SN 42/A&B' });
+        assert.equal(again.count, 2);
+        assert.equal(again.firstSeen, first.firstSeen);
+        assert.ok(again.lastSeen > first.lastSeen);
+        await sleep(5);
+        const other = await store.recordDiscovered({ mac: 'aa:bb:cc:dd:ee:02', hostname: 'Rack1-Node7' });
+        assert.equal(other.hostname, 'rack1-node7');
+        const all = await store.listDiscovered();
+        assert.deepEqual(all.map((d) => [d.mac, d.count]), [['aa:bb:cc:dd:ee:02', 1], ['aa:bb:cc:dd:ee:01', 2]]);
+        assert.deepEqual((await store.listDiscovered({ limit: 1 })).map((d) => d.mac), ['aa:bb:cc:dd:ee:02']);
+        assert.equal(all[0]!.uuid, undefined);
+        assert.equal(all[0]!.serial, undefined);
+      }));
+
+      it('refuses an unparseable MAC or UUID, or no identity at all', using(makeStore, async (store) => {
+        await assert.rejects(store.recordDiscovered({ mac: 'not-a-mac' }), (e) => e instanceof InvalidArgumentError && e.field === 'mac');
+        await assert.rejects(store.recordDiscovered({ uuid: '1234' }), (e) => e instanceof InvalidArgumentError && e.field === 'uuid');
+        await assert.rejects(store.recordDiscovered({}), (e) => e instanceof InvalidArgumentError && e.field === 'identity');
+        assert.deepEqual(await store.listDiscovered(), []);
+      }));
+    });
+
+    describe('machine selector index', () => {
+      it('finds machines by MAC (any spelling), UUID (any case), host name (any case), serial (exactly) and labels', using(makeStore, async (store) => {
+        await store.create('Machine', {
+          name: 'node-1',
+          spec: machine({}, { mac: ['AA:BB:CC:DD:EE:01', 'aabb.ccdd.ee02'], uuid: '4C4C4544-0042-3510-8052-B4C04F4E3232', serial: 'SN-1', hostname: 'Node1.Example.COM', labels: { rack: 'r1' } }),
+        });
+        await store.create('Machine', { name: 'node-2', spec: machine({}, { mac: ['aa-bb-cc-dd-ee-03'], serial: 'SN-1' }) });
+        await store.create('Machine', { name: 'node-0', spec: machine({}, { mac: ['AABBCCDDEE04'], labels: { rack: 'r1' } }) });
+        const find = async (identity: Parameters<Store['findMachinesBy']>[0]) => (await store.findMachinesBy(identity)).map((m) => m.name);
+        for (const mac of ['aa:bb:cc:dd:ee:01', 'AA-BB-CC-DD-EE-01', 'aabb.ccdd.ee01', 'AABBCCDDEE01', 'aa:bb:cc:dd:ee:02']) assert.deepEqual(await find({ mac }), ['node-1'], mac);
+        assert.deepEqual(await find({ mac: 'aa:bb:cc:dd:ee:04' }), ['node-0']);
+        assert.deepEqual(await find({ uuid: '4c4c4544-0042-3510-8052-b4c04f4e3232' }), ['node-1']);
+        assert.deepEqual(await find({ uuid: '4C4C454400423510 8052B4C04F4E3232'.replace(' ', '') }), ['node-1']);
+        assert.deepEqual(await find({ hostname: 'node1.example.com' }), ['node-1']);
+        assert.deepEqual(await find({ serial: 'SN-1' }), ['node-1', 'node-2'], 'sorted by name');
+        assert.deepEqual(await find({ serial: 'sn-1' }), [], 'serials compare exactly');
+        assert.deepEqual(await find({ labels: { rack: 'r1' } }), ['node-0', 'node-1']);
+        assert.deepEqual(await find({ mac: 'aa:bb:cc:dd:ee:03', serial: 'SN-1' }), ['node-1', 'node-2'], 'any selector matching');
+        assert.deepEqual(await find({ mac: 'ff:ff:ff:ff:ff:ff' }), []);
+        assert.deepEqual(await find({ mac: 'garbage' }), [], 'an unparseable value selects nothing');
+        assert.deepEqual(await find({}), []);
+        const found = await store.findMachinesBy({ mac: 'aa:bb:cc:dd:ee:03' });
+        assert.deepEqual(found[0]!.spec.selectors.mac, ['aa-bb-cc-dd-ee-03'], 'specs come back as written');
+      }, true));
+
+      it('follows replaces and deletes', using(makeStore, async (store) => {
+        await store.create('Machine', { name: 'node-1', spec: machine({}, { mac: ['aa:bb:cc:dd:ee:01'], serial: 'S1' }) });
+        await store.replace('Machine', { name: 'node-1', spec: machine({}, { mac: ['aa:bb:cc:dd:ee:09'] }) });
+        assert.deepEqual(await store.findMachinesBy({ mac: 'aa:bb:cc:dd:ee:01' }), []);
+        assert.deepEqual(await store.findMachinesBy({ serial: 'S1' }), []);
+        assert.deepEqual((await store.findMachinesBy({ mac: 'aa:bb:cc:dd:ee:09' })).map((m) => [m.name, m.revision]), [['node-1', 2]]);
+        await store.delete('Machine', 'node-1');
+        assert.deepEqual(await store.findMachinesBy({ mac: 'aa:bb:cc:dd:ee:09' }), []);
+      }, true));
+
+      it('refuses a machine whose MAC or UUID selector does not parse, naming the field', using(makeStore, async (store) => {
+        await assert.rejects(store.create('Machine', { name: 'node-1', spec: machine({}, { mac: ['aa:bb:cc:dd:ee:01', 'aa:bb:cc:dd:ee'] }) }), (e) => e instanceof InvalidArgumentError && e.field === 'spec.selectors.mac[1]');
+        await assert.rejects(store.create('Machine', { name: 'node-1', spec: machine({}, { uuid: 'nope' }) }), (e) => e instanceof InvalidArgumentError && e.field === 'spec.selectors.uuid');
+        await assert.rejects(store.get('Machine', 'node-1'), NotFoundError);
+      }, true));
+    });
+
+    describe('restart', () => {
+      it('closing and opening the same data keeps everything', async () => {
+        const store = await withBase(makeStore);
+        await store.replace('Cluster', { name: 'prod', labels: { env: 'prod' }, spec: cluster('prod', { certificateKey: 'b'.repeat(64) }) });
+        const m = await store.create('Machine', { name: 'node-1', labels: { rack: 'r1' }, spec: machine({ maxFetches: 3 }, { mac: ['aa:bb:cc:dd:ee:01'] }) });
+        await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.9', status: 200 });
+        assert.equal(await store.takeFetch('node-1', 3), true);
+        const seen = await store.recordDiscovered({ mac: 'aa:bb:cc:dd:ee:77' });
+        await store.create('Profile', { name: 'gone', spec: profile() });
+        await store.delete('Profile', 'gone');
+        const before = {
+          clusters: await store.revisions('Cluster', 'prod'),
+          profile: await store.get('Profile', 'worker'),
+          machine: await store.get('Machine', 'node-1'),
+          audit: await store.audit('node-1'),
+          discovered: await store.listDiscovered(),
+        };
+        await store.close();
+        await store.close();
+        const again = await reopen(store);
+        try {
+          assert.deepEqual(await again.revisions('Cluster', 'prod'), before.clusters);
+          assert.equal(before.clusters.length, 2);
+          assert.deepEqual(await again.get('Profile', 'worker'), before.profile);
+          assert.deepEqual(await again.get('Machine', 'node-1'), before.machine);
+          assert.deepEqual(before.machine, m);
+          assert.deepEqual(await again.audit('node-1'), before.audit);
+          assert.deepEqual(await again.listDiscovered(), before.discovered);
+          assert.deepEqual(before.discovered, [seen]);
+          assert.equal(await again.fetchCount('node-1'), 1);
+          assert.deepEqual((await again.findMachinesBy({ mac: 'AA:BB:CC:DD:EE:01' })).map((r) => r.name), ['node-1']);
+          assert.deepEqual(await again.referencedBy('Cluster', 'prod'), ['node-1']);
+          assert.deepEqual((await again.list('Machine', { labelSelector: { rack: 'r1' } })).items.map((r) => r.name), ['node-1']);
+          assert.deepEqual((await again.revisions('Profile', 'gone')).map((r) => r.revision), [1]);
+          assert.equal((await again.create('Profile', { name: 'gone', spec: profile() })).revision, 2);
+          assert.equal((await again.replace('Cluster', { name: 'prod', spec: cluster() }, { ifMatch: 2 })).revision, 3);
+          await again.ping();
+        } finally {
+          await again.close();
+        }
+      });
+    });
+  });
+}
