@@ -9,6 +9,9 @@
 # ---- build: full install, compile src/ to dist/ -----------------------------------
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
+# better-sqlite3 is a native addon: give node-gyp what it needs to build it from source
+# rather than depend on downloading a prebuilt binary.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
@@ -19,6 +22,9 @@ RUN npm run build
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
 ENV NODE_ENV=production
+# better-sqlite3 is a native addon: give node-gyp what it needs to build it from source
+# rather than depend on downloading a prebuilt binary.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 

@@ -42,6 +42,25 @@ export const configSchema = z.strictObject({
   maxEventLoopDelayMs: z.coerce.number().int().min(0).default(1000),
   /** Retry-After on overload, seconds. */
   retryAfterSeconds: z.coerce.number().int().min(1).default(5),
+  /**
+   * The base URL booting machines reach the service at (`http://10.0.0.1:8080`), used in
+   * iPXE scripts and signed URLs. Default: the request's own scheme and Host header.
+   */
+  publicUrl: z
+    .string()
+    .refine((v) => {
+      try {
+        const u = new URL(v);
+        return (u.protocol === 'http:' || u.protocol === 'https:') && u.username === '' && u.password === '';
+      } catch {
+        return false;
+      }
+    }, 'must be an absolute http(s) URL without credentials')
+    .optional(),
+  /** Key for signed firmware URLs, hex or base64 (at least 32 bytes). Default: generated into the data directory. */
+  urlSigningKey: z.string().optional(),
+  /** Lifetime of signed firmware URLs, seconds. */
+  signedUrlSeconds: z.coerce.number().int().min(1).default(3600),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -60,6 +79,9 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_RATE_LIMIT_WINDOW_SECONDS: 'rateLimitWindowSeconds',
   BOOTWRIGHT_MAX_EVENT_LOOP_DELAY_MS: 'maxEventLoopDelayMs',
   BOOTWRIGHT_RETRY_AFTER_SECONDS: 'retryAfterSeconds',
+  BOOTWRIGHT_PUBLIC_URL: 'publicUrl',
+  BOOTWRIGHT_URL_SIGNING_KEY: 'urlSigningKey',
+  BOOTWRIGHT_SIGNED_URL_SECONDS: 'signedUrlSeconds',
 };
 
 /** A configuration problem, naming the variable or key. */

@@ -12,7 +12,7 @@ import { highestSpecAtMost } from '../provision/ignition/versions.js';
 import { IGNITION_MEDIA_TYPE, renderNodeBootstrap, type RenderResult } from '../render.js';
 import { OUTPUT_FORMATS, type OutputFormat } from '../request/schema.js';
 import { type KnownRequest, renderKey } from './cache.js';
-import { ENVELOPE_MEDIA_TYPE, negotiate } from './negotiate.js';
+import { ENVELOPE_MEDIA_TYPE, negotiate, type Negotiated } from './negotiate.js';
 import type { ServiceContext } from './server.js';
 
 /** The JSON envelope for OpenAPI clients. */
@@ -89,6 +89,31 @@ export function noneMatch(header: string | undefined, etag: string): boolean {
 }
 
 /**
+ * Negotiate (DESIGN §4) and render through the render cache: what
+ * {@link sendBootstrapData} sends, and what a pointer config hashes.
+ *
+ * @throws as {@link sendBootstrapData}
+ */
+export function negotiatedRender(
+  ctx: ServiceContext,
+  request: FastifyRequest,
+  known: KnownRequest,
+  query: { format?: OutputFormat | undefined; ignitionVersion?: string | undefined },
+): { n: Negotiated; result: RenderResult } {
+  const { req, digest } = known;
+  const n = negotiate(query.format, request.headers.accept, req.spec.output?.format ?? 'cloud-config', (v) => highestSpecAtMost(v) !== undefined);
+  const requestedVersion = query.ignitionVersion ?? n.ignitionVersion;
+  const result = ctx.cache.render(renderKey(digest, n.format, requestedVersion), () =>
+    renderNodeBootstrap(req, {
+      format: n.format,
+      ...(requestedVersion !== undefined ? { ignitionVersion: requestedVersion, ignitionVersionField: query.ignitionVersion ? 'ignitionVersion' : 'Accept' } : {}),
+    }),
+  );
+  ctx.metrics.renders.inc({ format: result.format, version: result.ignitionVersion ?? '' });
+  return { n, result };
+}
+
+/**
  * Render a validated request as the client negotiated and send it.
  *
  * @param known the request and its canonical digest (render-cache key input).
@@ -107,16 +132,7 @@ export function sendBootstrapData(
   query: { format?: OutputFormat | undefined; ignitionVersion?: string | undefined },
 ): void {
   reply.header('vary', 'Accept');
-  const { req, digest } = known;
-  const n = negotiate(query.format, request.headers.accept, req.spec.output?.format ?? 'cloud-config', (v) => highestSpecAtMost(v) !== undefined);
-  const requestedVersion = query.ignitionVersion ?? n.ignitionVersion;
-  const result = ctx.cache.render(renderKey(digest, n.format, requestedVersion), () =>
-    renderNodeBootstrap(req, {
-      format: n.format,
-      ...(requestedVersion !== undefined ? { ignitionVersion: requestedVersion, ignitionVersionField: query.ignitionVersion ? 'ignitionVersion' : 'Accept' } : {}),
-    }),
-  );
-  ctx.metrics.renders.inc({ format: result.format, version: result.ignitionVersion ?? '' });
+  const { n, result } = negotiatedRender(ctx, request, known, query);
   const body = n.envelope ? envelope(result) : result.body;
   const etag = strongEtag(n.envelope ? createHash('sha256').update(body).digest('hex') : result.sha256);
   reply.header('etag', etag).header('cache-control', 'private, no-cache');

@@ -27,6 +27,9 @@ import { healthRoutes } from './routes/health.js';
 import { renderRoutes } from './routes/render.js';
 import { resourceRoutes } from './routes/resources.js';
 import { registerBodyParsers, REQUEST_SYNTAX_OF } from './body.js';
+import { bootAdminRoutes } from './routes/boot-admin.js';
+import { bootRoutes } from './routes/boot.js';
+import { urlSigning, type UrlSigning } from './signing.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -45,6 +48,8 @@ export interface ServiceContext {
   metrics: Metrics;
   /** The inventory. */
   store: Store;
+  /** Signed firmware URLs: key, lifetime, base URL. */
+  signing: UrlSigning;
 }
 
 /** Options for {@link buildServer}. */
@@ -184,7 +189,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const cache = new RenderCache(config.renderCacheBytes);
   const metrics = createMetrics(cache);
   const tokens = new TokenTable(config.tokens);
-  const context: ServiceContext = { config, cache, metrics, store };
+  const context: ServiceContext = { config, cache, metrics, store, signing: urlSigning(config) };
 
   // Callback-style hooks (no promise per request): this is the hot path of every route.
   app.addHook('onRequest', (request, reply, done) => {
@@ -260,6 +265,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
         { name: 'render', description: 'Stateless rendering of bootstrap data' },
         { name: 'inventory', description: 'Stored clusters, profiles and machines, with revisions' },
         { name: 'operations', description: 'Health, readiness and metrics' },
+        { name: 'boot', description: 'Firmware-facing routes for booting machines (no token; secret-bearing ones need a signed URL)' },
       ],
     },
     transform: createJsonSchemaTransform({ skipList: ['/docs', '/docs/*', '/openapi.json'], zodToJsonConfig: { unrepresentable: 'any' } }),
@@ -273,5 +279,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   await app.register(renderRoutes, context);
   await app.register(resourceRoutes, context);
   await app.register(bootstrapRoutes, context);
+  await app.register(bootAdminRoutes, context);
+  // Firmware-facing (no /v1, no token): under-pressure above sheds them too (503 + Retry-After).
+  await app.register(bootRoutes, context);
   return app;
 }

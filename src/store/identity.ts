@@ -1,9 +1,13 @@
 /**
- * Hardware identity as the store indexes it: the minimal normalisation that makes the
- * same machine's MAC address or UUID, however spelled, one index key. Internal to
- * src/store (the boot code keeps its own, richer parser for what firmware sends).
+ * Hardware identity as the store indexes it: the same machine's MAC address, UUID, serial
+ * or host name, however spelled, is one index key. Normalisation is src/boot's, the same
+ * code that reads what firmware sends, so what an operator writes and what a machine
+ * reports always meet.
  */
+import { normaliseHostname, normaliseMac, normaliseSerial, normaliseUuid } from '../boot/identity.js';
 import { InvalidArgumentError } from './errors.js';
+
+export { normaliseMac, normaliseUuid } from '../boot/identity.js';
 import type { MachineSpec } from './resources.js';
 
 /** What a booting machine reports about itself; every field optional. */
@@ -12,7 +16,7 @@ export interface MachineIdentity {
   mac?: string;
   /** SMBIOS system UUID, any case, hyphenated or 32 hex digits. */
   uuid?: string;
-  /** SMBIOS serial number, compared exactly. */
+  /** SMBIOS serial number, compared exactly but for surrounding white space. */
   serial?: string;
   /** Host name, compared case-insensitively (RFC 4343). */
   hostname?: string;
@@ -25,48 +29,6 @@ export type SelectorKind = 'mac' | 'uuid' | 'serial' | 'hostname' | 'label';
 export interface SelectorEntry {
   selector: SelectorKind;
   value: string;
-}
-
-const MAC_FORMS = [
-  /^([0-9a-f]{2})[:-]([0-9a-f]{2})[:-]([0-9a-f]{2})[:-]([0-9a-f]{2})[:-]([0-9a-f]{2})[:-]([0-9a-f]{2})$/,
-  /^([0-9a-f]{2})([0-9a-f]{2})\.([0-9a-f]{2})([0-9a-f]{2})\.([0-9a-f]{2})([0-9a-f]{2})$/,
-  /^([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/,
-];
-
-/**
- * A 48-bit MAC address (IEEE 802) in lower-case colon form, `aa:bb:cc:dd:ee:ff`.
- *
- * @param mac colon (`AA:BB:…`), hyphen (`aa-bb-…`, iPXE `${mac:hexhyp}`), Cisco dot
- *   (`aabb.ccdd.eeff`) or bare (`aabbccddeeff`) form, any case; one separator style.
- * @returns the normalised address, or undefined when `mac` is none of these.
- */
-export function normaliseMac(mac: string): string | undefined {
-  const text = mac.trim().toLowerCase();
-  for (const form of MAC_FORMS) {
-    const m = form.exec(text);
-    if (!m) continue;
-    if (form === MAC_FORMS[0] && new Set(text.replace(/[0-9a-f]/g, '')).size !== 1) return undefined;
-    return m.slice(1, 7).join(':');
-  }
-  return undefined;
-}
-
-/**
- * An SMBIOS system UUID (RFC 9562 text form) in lower case with hyphens.
- *
- * @param uuid 8-4-4-4-12 hex digits or 32 bare hex digits, any case.
- * @returns the normalised UUID, or undefined when `uuid` is neither.
- */
-export function normaliseUuid(uuid: string): string | undefined {
-  const text = uuid.trim().toLowerCase();
-  const m = /^([0-9a-f]{8})-?([0-9a-f]{4})-?([0-9a-f]{4})-?([0-9a-f]{4})-?([0-9a-f]{12})$/.exec(text);
-  if (!m || (text.includes('-') && text.length !== 36)) return undefined;
-  return m.slice(1, 6).join('-');
-}
-
-/** Host names compare case-insensitively (RFC 4343): lower case. */
-export function normaliseHostname(hostname: string): string {
-  return hostname.toLowerCase();
 }
 
 /**
@@ -89,8 +51,10 @@ export function selectorEntries(spec: MachineSpec): SelectorEntry[] {
     if (normal === undefined) throw new InvalidArgumentError('spec.selectors.uuid', 'must be a UUID such as 4c4c4544-0042-3510-8052-b4c04f4e3232');
     add('uuid', normal);
   }
-  if (spec.selectors.serial !== undefined) add('serial', spec.selectors.serial);
-  if (spec.selectors.hostname !== undefined) add('hostname', normaliseHostname(spec.selectors.hostname));
+  const serial = spec.selectors.serial === undefined ? undefined : normaliseSerial(spec.selectors.serial);
+  if (serial !== undefined) add('serial', serial);
+  const hostname = spec.selectors.hostname === undefined ? undefined : normaliseHostname(spec.selectors.hostname);
+  if (hostname !== undefined) add('hostname', hostname);
   for (const [key, value] of Object.entries(spec.selectors.labels)) add('label', `${key}=${value}`);
   return [...entries.values()];
 }
@@ -105,8 +69,10 @@ export function identityEntries(identity: MachineIdentity & { labels?: Record<st
   if (mac !== undefined) out.push({ selector: 'mac', value: mac });
   const uuid = identity.uuid === undefined ? undefined : normaliseUuid(identity.uuid);
   if (uuid !== undefined) out.push({ selector: 'uuid', value: uuid });
-  if (identity.serial !== undefined && identity.serial !== '') out.push({ selector: 'serial', value: identity.serial });
-  if (identity.hostname !== undefined && identity.hostname !== '') out.push({ selector: 'hostname', value: normaliseHostname(identity.hostname) });
+  const serial = identity.serial === undefined ? undefined : normaliseSerial(identity.serial);
+  if (serial !== undefined) out.push({ selector: 'serial', value: serial });
+  const hostname = identity.hostname === undefined ? undefined : normaliseHostname(identity.hostname);
+  if (hostname !== undefined) out.push({ selector: 'hostname', value: hostname });
   for (const [key, value] of Object.entries(identity.labels ?? {})) out.push({ selector: 'label', value: `${key}=${value}` });
   return out;
 }
@@ -129,8 +95,8 @@ export function discoveredKey(identity: MachineIdentity): Required<MachineIdenti
     uuid = normaliseUuid(identity.uuid) ?? '';
     if (uuid === '') throw new InvalidArgumentError('uuid', 'must be a UUID');
   }
-  const serial = identity.serial ?? '';
-  const hostname = normaliseHostname(identity.hostname ?? '');
+  const serial = normaliseSerial(identity.serial ?? '') ?? '';
+  const hostname = normaliseHostname(identity.hostname ?? '') ?? '';
   if (!mac && !uuid && !serial && !hostname) throw new InvalidArgumentError('identity', 'give at least one of mac, uuid, serial, hostname');
   return { mac, uuid, serial, hostname };
 }

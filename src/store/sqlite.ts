@@ -223,14 +223,18 @@ export class SqliteStore implements Store {
     return { clusterRevision: cluster.revision, profileRevision: profile.revision };
   }
 
-  /** Write one revision and make it current (inside a transaction). */
-  private write<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>, revision: number, createdAt: string, selectors: SelectorEntry[] | undefined): void {
+  /**
+   * Write one revision and make it current (inside a transaction). `createdAt`
+   * undefined: a first revision, created and updated at the same instant.
+   */
+  private write<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>, revision: number, createdAt: string | undefined, selectors: SelectorEntry[] | undefined): void {
+    const updatedAt = this.timestamp();
     const { name } = input;
     const labels = sortedLabels(input.labels);
     const machine = kind === 'Machine' ? (input.spec as MachineSpec) : undefined;
     const refs = machine ? this.refsOf(machine) : undefined;
     const s = this.statements;
-    s.insertRevision.run(kind, name, revision, JSON.stringify(labels), JSON.stringify(input.spec), refs?.clusterRevision ?? null, refs?.profileRevision ?? null, createdAt, this.timestamp());
+    s.insertRevision.run(kind, name, revision, JSON.stringify(labels), JSON.stringify(input.spec), refs?.clusterRevision ?? null, refs?.profileRevision ?? null, createdAt ?? updatedAt, updatedAt);
     s.upsertCurrent.run(kind, name, revision, machine?.cluster ?? null, machine?.profile ?? null);
     s.deleteLabels.run(kind, name);
     for (const [key, value] of Object.entries(labels)) s.insertLabel.run(kind, name, key, value);
@@ -254,7 +258,7 @@ export class SqliteStore implements Store {
         .transaction(() => {
           if (this.statements.current.get(kind, input.name)) throw new AlreadyExistsError(kind, input.name);
           const last = this.statements.lastRevision.get(kind, input.name)?.revision ?? 0;
-          this.write(kind, input, last + 1, this.timestamp(), selectors);
+          this.write(kind, input, last + 1, undefined, selectors);
           return this.getOrThrow(kind, input.name);
         })
         .immediate();

@@ -14,7 +14,14 @@ import { type AssemblyParts, machineNodeBootstrap } from '../../store/assemble.j
 import type { ClusterSpec, ProfileSpec } from '../../store/resources.js';
 import { resourceName, type StoredResource } from '../../store/resources.js';
 import type { Store } from '../../store/store.js';
-import { deliveryHeaders, deliveryQuery, deliveryResponses, sendBootstrapData } from '../deliver.js';
+import { createHash } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { cloudConfigInclude, ignitionPointer } from '../../boot/pointer.js';
+import { bootstrapUrl, IGNITION_PATH, signedUrl } from '../../boot/sign.js';
+import { RequestError } from '../../errors.js';
+import { IGNITION_MEDIA_TYPE } from '../../render.js';
+import type { KnownRequest } from '../cache.js';
+import { deliveryHeaders, deliveryQuery, deliveryResponses, negotiatedRender, noneMatch, sendBootstrapData, strongEtag } from '../deliver.js';
 import type { ServiceContext } from '../server.js';
 import { problemResponses } from './resources.js';
 
@@ -41,7 +48,41 @@ export async function machineParts(store: Store, name: string, revision: number 
 }
 
 /** The key of an assembled request in the render cache: the three names and revisions, which never change content. */
-const partsKey = ({ machine, cluster, profile }: AssemblyParts) => `${machine.name}@${machine.revision}\n${cluster.name}@${cluster.revision}\n${profile.name}@${profile.revision}`;
+export const partsKey = ({ machine, cluster, profile }: AssemblyParts) => `${machine.name}@${machine.revision}\n${cluster.name}@${cluster.revision}\n${profile.name}@${profile.revision}`;
+
+/**
+ * Send a pointer config for a machine (issue 4, "Small user data"): for Ignition, a
+ * config whose `ignition.config.replace` names the signed `/ignition` URL, pinned with
+ * `ignitionVersion=` to the spec negotiated here, and carries the SHA-512 of exactly the
+ * bytes that URL serves; for cloud-config, an `#include-once` of the signed NoCloud
+ * `user-data` URL. The signed URL expires after `signedUrlSeconds`, and the hash holds
+ * while the machine, cluster and profile stay unchanged.
+ */
+function sendPointer(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, machine: string, known: KnownRequest, query: Parameters<typeof negotiatedRender>[3]): void {
+  reply.header('vary', 'Accept');
+  const base = ctx.signing.baseUrl(request);
+  const { result } = negotiatedRender(ctx, request, known, query);
+  let body: string;
+  let type: string;
+  if (result.format === 'ignition') {
+    const version = result.ignitionVersion!;
+    const url = new URL(signedUrl(base, IGNITION_PATH, machine, ctx.signing.key(), ctx.signing.lifetimeSeconds));
+    url.searchParams.set('ignitionVersion', version);
+    const sha512 = createHash('sha512').update(result.body, 'utf8').digest('hex');
+    body = ignitionPointer(url.href, sha512, version).body;
+    type = `${IGNITION_MEDIA_TYPE}; version=${version}`;
+  } else {
+    body = cloudConfigInclude(`${bootstrapUrl('cloud-config', base, machine, ctx.signing.key(), ctx.signing.lifetimeSeconds)}user-data`);
+    type = 'text/plain; charset=utf-8';
+  }
+  const etag = strongEtag(createHash('sha256').update(body).digest('hex'));
+  reply.header('etag', etag).header('cache-control', 'private, no-cache');
+  if (noneMatch(request.headers['if-none-match'], etag)) {
+    void reply.code(304).send();
+    return;
+  }
+  void reply.header('content-type', type).send(Buffer.from(body, 'utf8'));
+}
 
 /** The stored-machine bootstrap route. Needs the `render` scope (the data carries the cluster's secrets). */
 export const bootstrapRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
@@ -61,6 +102,13 @@ export const bootstrapRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, c
         params: z.object({ name: resourceName.describe('the machine name') }),
         querystring: z.object({
           revision: z.coerce.number().int().min(1).optional().describe('the machine revision to render (default: the current revisions of all three)'),
+          pointer: z
+            .enum(['true', 'false'])
+            .optional()
+            .describe(
+              'true: a small pointer instead of the data (for small user data such as EC2 16 KiB): an Ignition config replacing itself with the ' +
+                'signed /ignition URL and its sha512 hash, or a cloud-init #include-once of the signed NoCloud user-data URL. Not with revision.',
+            ),
           ...deliveryQuery,
         }),
         headers: z.object(deliveryHeaders),
@@ -71,9 +119,14 @@ export const bootstrapRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, c
       },
     },
     async (request, reply) => {
+      const pointer = request.query.pointer === 'true';
+      if (pointer && request.query.revision !== undefined) {
+        throw new RequestError([{ path: 'pointer', message: 'a pointer names the signed URL, which serves the current revisions only; leave out revision' }], 400);
+      }
       const parts = await machineParts(ctx.store, request.params.name, request.query.revision);
       const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts));
-      sendBootstrapData(ctx, request, reply, known, request.query);
+      if (pointer) sendPointer(ctx, request, reply, parts.machine.name, known, request.query);
+      else sendBootstrapData(ctx, request, reply, known, request.query);
       return reply;
     },
   );

@@ -1,0 +1,107 @@
+/**
+ * Operator routes for booting machines (issue 4): a machine's audit log, the machines
+ * that booted without matching a registration, and resetting a machine's fetch counter.
+ */
+import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { resourceName } from '../../store/resources.js';
+import { MAX_LIST_LIMIT } from '../../store/store.js';
+import type { ServiceContext } from '../server.js';
+import { problemResponses } from './resources.js';
+
+const limitQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).optional().describe(`at most this many rows, 1 to ${MAX_LIST_LIMIT} (default 100)`),
+});
+
+const auditEntrySchema = z
+  .object({
+    id: z.int().describe('increasing with each row written'),
+    machine: z.string(),
+    route: z.string().describe('the route fetched, e.g. /ignition, /ipxe, /nocloud/user-data'),
+    client: z.string().describe('the client address as the service saw it'),
+    status: z.int().describe('the HTTP status answered'),
+    at: z.string().describe('ISO 8601 UTC'),
+  })
+  .meta({ id: 'AuditEntry' });
+
+const discoveredSchema = z
+  .object({
+    mac: z.string().optional().describe('lower-case colon form'),
+    uuid: z.string().optional(),
+    serial: z.string().optional(),
+    hostname: z.string().optional(),
+    firstSeen: z.string().describe('ISO 8601 UTC'),
+    lastSeen: z.string().describe('ISO 8601 UTC'),
+    count: z.int().describe('how many times it was seen'),
+  })
+  .meta({ id: 'DiscoveredMachine' });
+
+const json = <S extends z.ZodType>(description: string, schema: S) => ({ description, content: { 'application/json': { schema } } });
+
+export const bootAdminRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
+  const common = { tags: ['inventory'], security: [{ bearer: [] }] };
+
+  app.get(
+    '/v1/machines/:name/audit',
+    {
+      config: { scope: 'read' },
+      schema: {
+        ...common,
+        operationId: 'getMachineAudit',
+        summary: "A machine's fetch audit log",
+        description: 'Every answer the firmware-facing routes gave about this machine (/ipxe, /ignition, /nocloud), refusals included, newest first.',
+        params: z.object({ name: resourceName.describe('the machine name') }),
+        querystring: limitQuery,
+        response: { 200: json('Audit rows, newest first', z.object({ items: z.array(auditEntrySchema) })), ...problemResponses(400, 401, 403, 404, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const items = await ctx.store.audit(request.params.name, { limit: request.query.limit ?? 100 });
+      // Rows outlive a deleted machine; a name with no rows and no machine is a 404.
+      if (items.length === 0) await ctx.store.get('Machine', request.params.name);
+      void reply.header('cache-control', 'no-store');
+      return { items };
+    },
+  );
+
+  app.get(
+    '/v1/discovered',
+    {
+      config: { scope: 'read' },
+      schema: {
+        ...common,
+        operationId: 'listDiscoveredMachines',
+        summary: 'Machines that booted without matching a registration',
+        description: 'Each distinct identity (MAC, UUID, serial, host name) seen at GET /ipxe that matched no machine, most recently seen first: enrol them as machines.',
+        querystring: limitQuery,
+        response: { 200: json('Discovered machines, most recently seen first', z.object({ items: z.array(discoveredSchema) })), ...problemResponses(400, 401, 403, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const items = await ctx.store.listDiscovered({ limit: request.query.limit ?? 100 });
+      void reply.header('cache-control', 'no-store');
+      return { items };
+    },
+  );
+
+  app.delete(
+    '/v1/machines/:name/fetches',
+    {
+      config: { scope: 'write' },
+      schema: {
+        ...common,
+        operationId: 'resetMachineFetches',
+        summary: "Reset a machine's fetch counter",
+        description: "Sets the count of the machine's secret-bearing fetches back to 0, so a machine that reached its `maxFetches` can fetch its data again.",
+        params: z.object({ name: resourceName.describe('the machine name') }),
+        response: { 204: z.undefined().describe('Reset'), ...problemResponses(400, 401, 403, 404, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      await ctx.store.get('Machine', request.params.name);
+      await ctx.store.resetFetches(request.params.name);
+      return reply.code(204).send();
+    },
+  );
+  done();
+};

@@ -1,0 +1,264 @@
+/**
+ * The firmware-facing routes (DESIGN §4–§5, issue 4): no `/v1`, no bearer token.
+ *
+ * - `GET /boot.ipxe`: the static chain script (ipxe.ts `bootScript`).
+ * - `GET /ipxe?mac=…&uuid=…&serial_hex=…`: the matched machine's boot script, whose
+ *   kernel arguments carry a signed Ignition or NoCloud URL; an unknown machine gets a
+ *   script that prints why and retries, and is recorded under `GET /v1/discovered`.
+ * - `GET /ignition?machine=ID&exp=…&sig=…`: the machine's Ignition config, spec version
+ *   from Ignition's Accept header (or `?ignitionVersion=`, which pointer configs pin).
+ * - `GET /nocloud/{id}/{exp}/{sig}/{file}`: cloud-init NoCloud seed files.
+ *
+ * The secret-bearing routes (/ignition, /nocloud) verify the signature (sign.ts): an
+ * expired, forged or another machine's signature is a 403. A machine's `maxFetches`
+ * limits its secret-bearing fetches (Ignition, NoCloud user-data); beyond it 403 until an
+ * operator resets the counter. Every answer about a known machine (/ipxe matched,
+ * /ignition, /nocloud) is written to the audit log with its status, refusals included.
+ * Overload shedding (under-pressure, server.ts) applies here like everywhere: 503 with
+ * Retry-After, which iPXE and Ignition retry.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { machineIdentity } from '../../boot/identity.js';
+import { bootFormat, bootScript, DEFAULT_RETRY_SECONDS, echoSafe, machineScript, provisioningArgs, unknownMachineScript } from '../../boot/ipxe.js';
+import { matchMachine } from '../../boot/match.js';
+import { metaData, networkConfig, vendorData } from '../../boot/nocloud.js';
+import { bootstrapUrl, IGNITION_PATH, NOCLOUD_FILES, nocloudPrefix, routeUrl, type Verdict, verifySignature } from '../../boot/sign.js';
+import { RequestError } from '../../errors.js';
+import { machineNodeBootstrap } from '../../store/assemble.js';
+import { resourceName, type MachineSpec, type StoredResource } from '../../store/resources.js';
+import { deliveryResponses, sendBootstrapData } from '../deliver.js';
+import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
+import { sendProblem, type ServiceContext } from '../server.js';
+import { machineParts, partsKey } from './bootstrap.js';
+
+/** Media type of iPXE scripts and the small NoCloud documents. */
+export const SCRIPT_MEDIA_TYPE = 'text/plain; charset=utf-8';
+
+const problemContent = { content: { [PROBLEM_MEDIA_TYPE]: { schema: problemSchema } } };
+const problem = (description: string) => ({ description, ...problemContent });
+const text = (description: string) => ({ description, content: { 'text/plain': { schema: z.string() } } });
+
+const FIRMWARE_PROBLEMS = {
+  400: problem('Malformed request: errors[] names the parameter'),
+  429: problem('Rate limit exceeded (Retry-After)'),
+  503: problem('Overloaded (Retry-After): iPXE and Ignition retry'),
+};
+const SIGNED_PROBLEMS = {
+  ...FIRMWARE_PROBLEMS,
+  403: problem("Signature expired, forged or another machine's, or the machine's fetch limit (maxFetches) is reached"),
+  404: problem('The machine no longer exists'),
+  406: problem('No acceptable media type'),
+  422: problem("The machine's bootstrap data cannot be rendered: errors[] names each field"),
+};
+
+const signatureQuery = {
+  exp: z.string().describe('expiry, unix seconds (from the signed URL)'),
+  sig: z.string().describe('HMAC-SHA256 signature, base64url (from the signed URL)'),
+};
+
+/** Why a signature was refused, for the 403 detail. */
+const REFUSAL: Record<Exclude<Verdict, 'ok'>, string> = {
+  expired: 'the signed URL has expired; boot again for a fresh one',
+  invalid: 'the signature is not valid for this machine and route',
+};
+
+/** A script that prints `lines` (already echo-safe) and starts over from /boot.ipxe after a pause. */
+function retryScript(lines: string[], baseUrl: string): string {
+  const restart = routeUrl(baseUrl, '/boot.ipxe').href;
+  return [
+    '#!ipxe',
+    ...lines.map((l) => `echo bootwright: ${l}`),
+    ':bootwright_retry',
+    `echo bootwright: retrying in ${DEFAULT_RETRY_SECONDS} seconds`,
+    `sleep ${DEFAULT_RETRY_SECONDS}`,
+    `chain --replace --autofree ${restart} || goto bootwright_retry`,
+    '',
+  ].join('\n');
+}
+
+function sendScript(reply: FastifyReply, script: string, cacheControl: string): FastifyReply {
+  return reply.header('content-type', SCRIPT_MEDIA_TYPE).header('cache-control', cacheControl).send(script);
+}
+
+/** The firmware-facing routes. */
+export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
+  /** The machine and route an answer is audited under (set by the handler before it answers). */
+  const audited = new WeakMap<FastifyRequest, { machine: string; route: string }>();
+  // onSend runs for every answer of these routes, error replies included, before the
+  // bytes leave: the audit row exists by the time the client has its response.
+  app.addHook('onSend', async (request, reply, payload) => {
+    const a = audited.get(request);
+    if (a) await ctx.store.recordAudit({ machine: a.machine, route: a.route, client: request.ip, status: reply.statusCode });
+    return payload;
+  });
+
+  /** Count a secret-bearing fetch against the machine's maxFetches; false when used up. */
+  const takeFetch = (machine: StoredResource<MachineSpec>) =>
+    machine.spec.maxFetches === undefined ? Promise.resolve(true) : ctx.store.takeFetch(machine.name, machine.spec.maxFetches);
+  const fetchLimitReached = (reply: FastifyReply) => sendProblem(reply, 'forbidden', 403, 'fetch limit reached; an operator can reset it');
+
+  app.get(
+    '/boot.ipxe',
+    {
+      schema: {
+        tags: ['boot'],
+        security: [],
+        operationId: 'getBootScript',
+        summary: 'The iPXE chain script',
+        description:
+          'A static `#!ipxe` script: `dhcp` and `chain` in a retry loop, chainloading `/ipxe` with the machine\'s MAC, UUID, serial, host name, ' +
+          'build architecture and platform. Point DHCP (or a PXE-chainloaded iPXE) at it.',
+        response: { 200: text('The iPXE script'), ...FIRMWARE_PROBLEMS },
+      },
+    },
+    async (request, reply) => sendScript(reply, bootScript(ctx.signing.baseUrl(request)), 'no-cache'),
+  );
+
+  app.get(
+    '/ipxe',
+    {
+      schema: {
+        tags: ['boot'],
+        security: [],
+        operationId: 'getMachineBootScript',
+        summary: "A booting machine's iPXE script",
+        description:
+          'Matches the reported identity against the registered machines (conflicting selectors exclude, most selectors matched wins, ' +
+          'then the more specific registration, then the lower name) and answers the profile\'s kernel, initrds and args, plus a signed ' +
+          '`ignition.config.url=` or `ds=nocloud;s=` URL for that machine. An unknown machine gets a script that prints why and retries; ' +
+          'it is recorded under `GET /v1/discovered`. Every other query parameter is a free label.',
+        querystring: z.looseObject({
+          mac: z.string().optional().describe('MAC address: colon, hyphen, Cisco-dot or bare 12-hex form, any case'),
+          uuid: z.string().optional().describe('SMBIOS system UUID, any case'),
+          serial: z.string().optional().describe('SMBIOS serial number, as text'),
+          serial_hex: z.string().optional().describe('SMBIOS serial number, hex of its bytes (iPXE ${serial:hex}); wins over serial'),
+          hostname: z.string().optional().describe('host name, as text'),
+          hostname_hex: z.string().optional().describe('host name, hex of its bytes; wins over hostname'),
+          buildarch: z.string().optional().describe('iPXE ${buildarch}'),
+          platform: z.string().optional().describe('iPXE ${platform}'),
+        }),
+        response: { 200: text('The iPXE script'), ...FIRMWARE_PROBLEMS },
+      },
+    },
+    async (request, reply) => {
+      const identity = machineIdentity(request.query);
+      const base = ctx.signing.baseUrl(request);
+      const candidates = await ctx.store.findMachinesBy(identity);
+      const match = matchMachine(identity, candidates);
+      const machine = match ? candidates.find((m) => m.name === match.machine) : undefined;
+      if (!machine) {
+        const { mac, uuid, serial, hostname } = identity;
+        if (mac !== undefined || uuid !== undefined || serial !== undefined || hostname !== undefined) {
+          await ctx.store.recordDiscovered({
+            ...(mac !== undefined ? { mac } : {}),
+            ...(uuid !== undefined ? { uuid } : {}),
+            ...(serial !== undefined ? { serial } : {}),
+            ...(hostname !== undefined ? { hostname } : {}),
+          });
+        }
+        return sendScript(reply, unknownMachineScript(identity, DEFAULT_RETRY_SECONDS, base), 'no-store');
+      }
+      audited.set(request, { machine: machine.name, route: '/ipxe' });
+      const profile = await ctx.store.get('Profile', machine.spec.profile);
+      const boot = profile.spec.boot;
+      if (!boot) return sendScript(reply, retryScript([`no boot section in profile ${echoSafe(profile.name)}`], base), 'no-store');
+      const format = bootFormat(profile.spec.output?.format);
+      const url = bootstrapUrl(format, base, machine.name, ctx.signing.key(), ctx.signing.lifetimeSeconds);
+      let script: string;
+      try {
+        script = machineScript(boot, provisioningArgs(format, url), base);
+      } catch (e) {
+        if (!(e instanceof RequestError)) throw e;
+        const lines = [`profile ${echoSafe(profile.name)} cannot be booted:`, ...e.problems.map((p) => `${echoSafe(p.path)} ${echoSafe(p.message)}`)];
+        script = retryScript(lines, base);
+      }
+      // The script carries a signed URL: never stored by a cache.
+      return sendScript(reply, script, 'no-store');
+    },
+  );
+
+  app.get(
+    IGNITION_PATH,
+    {
+      schema: {
+        tags: ['boot'],
+        security: [],
+        operationId: 'getIgnitionConfig',
+        summary: "A machine's Ignition config (signed URL)",
+        description:
+          'The URL the iPXE script puts in `ignition.config.url=`. The spec version comes from Ignition\'s Accept header ' +
+          '(`application/vnd.coreos.ignition+json;version=3.4.0`), or `?ignitionVersion=` (pointer configs pin it so the hash matches). ' +
+          "Expired, forged or another machine's signatures are refused (403), as are fetches beyond the machine's `maxFetches`. Every fetch is audited.",
+        querystring: z.object({
+          machine: resourceName.describe('the machine id'),
+          ...signatureQuery,
+          ignitionVersion: z
+            .string()
+            .regex(/^\d+\.\d+(\.\d+)?$/)
+            .optional()
+            .describe('Ignition spec to serve (highest supported not above it); wins over Accept'),
+        }),
+        response: { 200: deliveryResponses[200], 304: deliveryResponses[304], ...SIGNED_PROBLEMS },
+      },
+    },
+    async (request, reply) => {
+      const { machine: name, exp, sig, ignitionVersion } = request.query;
+      audited.set(request, { machine: name, route: IGNITION_PATH });
+      const verdict = verifySignature(ctx.signing.key(), name, IGNITION_PATH, exp, sig, Date.now() / 1000);
+      if (verdict !== 'ok') return sendProblem(reply, 'forbidden', 403, REFUSAL[verdict]);
+      const parts = await machineParts(ctx.store, name, undefined);
+      const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts));
+      if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
+      sendBootstrapData(ctx, request, reply, known, { format: 'ignition', ignitionVersion });
+      return reply;
+    },
+  );
+
+  app.get(
+    '/nocloud/:id/:exp/:sig/:file',
+    {
+      schema: {
+        tags: ['boot'],
+        security: [],
+        operationId: 'getNocloudFile',
+        summary: 'A cloud-init NoCloud seed file (signed URL)',
+        description:
+          'The seed the iPXE script puts in `ds=nocloud;s=<base>/nocloud/ID/EXP/SIG/`: cloud-init appends the file name. `meta-data` carries ' +
+          '`instance-id` and `local-hostname`, `user-data` the cloud-config (counted against `maxFetches`), `vendor-data` and `network-config` are empty. ' +
+          "Expired, forged or another machine's signatures are refused (403). Every fetch is audited.",
+        params: z.object({
+          id: resourceName.describe('the machine id'),
+          ...signatureQuery,
+          file: z.enum(NOCLOUD_FILES).describe('the seed file'),
+        }),
+        response: {
+          200: {
+            description: 'The seed file',
+            content: { 'text/plain': { schema: z.string().describe('meta-data YAML, or an empty document') }, ...deliveryResponses[200].content },
+          },
+          304: deliveryResponses[304],
+          ...SIGNED_PROBLEMS,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id, exp, sig, file } = request.params;
+      audited.set(request, { machine: id, route: `/nocloud/${file}` });
+      const verdict = verifySignature(ctx.signing.key(), id, nocloudPrefix(id), exp, sig, Date.now() / 1000);
+      if (verdict !== 'ok') return sendProblem(reply, 'forbidden', 403, REFUSAL[verdict]);
+      if (file === 'user-data') {
+        const parts = await machineParts(ctx.store, id, undefined);
+        const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts));
+        if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
+        sendBootstrapData(ctx, request, reply, known, { format: 'cloud-config' });
+        return reply;
+      }
+      const machine = await ctx.store.get('Machine', id);
+      const body = file === 'meta-data' ? metaData(machine.name, machine.spec.nodeName ?? machine.name) : file === 'vendor-data' ? vendorData() : networkConfig();
+      return sendScript(reply, body, 'private, no-cache');
+    },
+  );
+  done();
+};

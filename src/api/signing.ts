@@ -1,0 +1,53 @@
+/**
+ * What the firmware-facing routes and the pointer configs need to build signed URLs
+ * (DESIGN §5, issue 4): the URL-signing key, the lifetime, and the base URL machines
+ * reach the service at.
+ */
+import type { FastifyRequest } from 'fastify';
+import { decodeConfiguredKey, loadOrCreateKey } from '../boot/sign.js';
+import type { Config } from '../config.js';
+import { RequestError } from '../errors.js';
+
+/** Signed-URL settings of one service instance. */
+export interface UrlSigning {
+  /** The key: the configured one, else `<dataDir>/url-signing-key` (read or created on first use). */
+  key(): Buffer;
+  /** Lifetime of a signed URL, seconds. */
+  lifetimeSeconds: number;
+  /**
+   * The base URL for URLs handed to a machine: `publicUrl` when configured, else the
+   * request's scheme and Host header (inside qemu's user network the host is 10.0.2.2,
+   * and that is what the Host header carries).
+   *
+   * @throws RequestError (400) when the Host header does not make an absolute URL
+   */
+  baseUrl(request: FastifyRequest): string;
+}
+
+/**
+ * The signing settings for a configuration. A configured key is decoded at once (a bad
+ * one fails the start); the key file is read or written on first use only, so building
+ * the server for tools (OpenAPI generation) touches no data directory.
+ *
+ * @throws ConfigError for an unusable `urlSigningKey`
+ */
+export function urlSigning(config: Config): UrlSigning {
+  let key: Buffer | undefined = config.urlSigningKey !== undefined && config.urlSigningKey.trim() !== '' ? decodeConfiguredKey(config.urlSigningKey) : undefined;
+  return {
+    key: () => (key ??= loadOrCreateKey(config.dataDir).key),
+    lifetimeSeconds: config.signedUrlSeconds,
+    baseUrl(request) {
+      if (config.publicUrl !== undefined) return config.publicUrl;
+      const base = `${request.protocol}://${request.host}`;
+      let ok: boolean;
+      try {
+        const u = new URL(base);
+        ok = u.username === '' && u.password === '' && u.pathname === '/' && u.search === '' && u.hash === '';
+      } catch {
+        ok = false;
+      }
+      if (!ok || request.host === '') throw new RequestError([{ path: 'headers.host', message: 'the Host header does not name a host; set publicUrl (BOOTWRIGHT_PUBLIC_URL)' }], 400);
+      return base;
+    },
+  };
+}
