@@ -61,6 +61,11 @@ export const configSchema = z.strictObject({
   urlSigningKey: z.string().optional(),
   /** Lifetime of signed firmware URLs, seconds. */
   signedUrlSeconds: z.coerce.number().int().min(1).default(3600),
+  /**
+   * Machine (id) that `/ipxe` answers for a machine matching no selector, e.g. a
+   * discovery or installer image. Default: none (unknown machines get a retry script).
+   */
+  defaultMachine: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a machine id (DNS-1123 label)').optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -82,6 +87,7 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_PUBLIC_URL: 'publicUrl',
   BOOTWRIGHT_URL_SIGNING_KEY: 'urlSigningKey',
   BOOTWRIGHT_SIGNED_URL_SECONDS: 'signedUrlSeconds',
+  BOOTWRIGHT_DEFAULT_MACHINE: 'defaultMachine',
 };
 
 /** A configuration problem, naming the variable or key. */

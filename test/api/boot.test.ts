@@ -129,6 +129,20 @@ describe('boot scripts', () => {
     assert.equal(scriptMachine(await ipxe(`serial_hex=${hex('SN 42/A&B')}`)), 'ta');
   });
 
+  it('a configured default machine answers for an identity nothing else matches', async () => {
+    const withDefault = await testService({ dataDir: dir, defaultMachine: 'pb' }, { store });
+    try {
+      const res = await request(withDefault.app.server).get('/ipxe?mac=52-54-00-ee-ee-01');
+      assert.equal(res.status, 200);
+      assert.equal(scriptMachine(res.text), 'pb');
+      // a registered machine still wins over the default
+      const own = await request(withDefault.app.server).get(`/ipxe?serial_hex=${hex('SN 42/A&B')}`);
+      assert.equal(scriptMachine(own.text), 'ta');
+    } finally {
+      await withDefault.app.close();
+    }
+  });
+
   it('a profile without boot section gets a script saying so, which retries', async () => {
     const script = await ipxe('mac=52-54-00-ab-cd-20');
     assert.ok(script.startsWith('#!ipxe\n'));
@@ -239,6 +253,22 @@ describe('signed URLs', () => {
 });
 
 describe('overload', () => {
+  it('firmware routes are not rate limited per address (machines share NAT addresses; iPXE does not retry a 429)', async () => {
+    const limited = await testService({ dataDir: dir, rateLimitMax: 2 }, { store });
+    try {
+      for (let i = 0; i < 5; i++) {
+        assert.equal((await request(limited.app.server).get('/boot.ipxe')).status, 200);
+        assert.equal((await request(limited.app.server).get('/ipxe?mac=52-54-00-ab-cd-10')).status, 200);
+      }
+      const operator = () => request(limited.app.server).get('/v1/discovered').set('authorization', `Bearer ${READER}`);
+      assert.equal((await operator()).status, 200);
+      assert.equal((await operator()).status, 200);
+      assert.equal((await operator()).status, 429);
+    } finally {
+      await limited.app.close();
+    }
+  });
+
   it('/boot.ipxe and /ipxe are shed like every route: 503 with Retry-After (iPXE retries only then)', async () => {
     const busy = await testService({ dataDir: dir, maxEventLoopDelayMs: 50, retryAfterSeconds: 7 }, { store });
     try {

@@ -27,6 +27,7 @@ import { metaData, networkConfig, vendorData } from '../../boot/nocloud.js';
 import { bootstrapUrl, IGNITION_PATH, NOCLOUD_FILES, nocloudPrefix, routeUrl, type Verdict, verifySignature } from '../../boot/sign.js';
 import { RequestError } from '../../errors.js';
 import { machineNodeBootstrap } from '../../store/assemble.js';
+import { NotFoundError } from '../../store/errors.js';
 import { resourceName, type MachineSpec, type StoredResource } from '../../store/resources.js';
 import { deliveryResponses, sendBootstrapData } from '../deliver.js';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
@@ -102,6 +103,9 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
   app.get(
     '/boot.ipxe',
     {
+      // Machines behind one address (NAT, a boot storm) must not hit a per-address limit:
+      // iPXE retries only a 503, so a 429 would strand them. Overload shedding still applies.
+      config: { rateLimit: false },
       schema: {
         tags: ['boot'],
         security: [],
@@ -119,6 +123,9 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
   app.get(
     '/ipxe',
     {
+      // Machines behind one address (NAT, a boot storm) must not hit a per-address limit:
+      // iPXE retries only a 503, so a 429 would strand them. Overload shedding still applies.
+      config: { rateLimit: false },
       schema: {
         tags: ['boot'],
         security: [],
@@ -146,7 +153,16 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const identity = machineIdentity(request.query);
       const base = ctx.signing.baseUrl(request);
       const candidates = await ctx.store.findMachinesBy(identity);
-      const match = matchMachine(identity, candidates);
+      // The default machine is a candidate too: matchMachine picks it only when nothing else matches.
+      const fallback = ctx.config.defaultMachine;
+      if (fallback !== undefined && !candidates.some((m) => m.name === fallback)) {
+        try {
+          candidates.push(await ctx.store.get('Machine', fallback));
+        } catch (e) {
+          if (!(e instanceof NotFoundError)) throw e;
+        }
+      }
+      const match = matchMachine(identity, candidates, fallback !== undefined ? { defaultMachine: fallback } : {});
       const machine = match ? candidates.find((m) => m.name === match.machine) : undefined;
       if (!machine) {
         const { mac, uuid, serial, hostname } = identity;
@@ -182,6 +198,9 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
   app.get(
     IGNITION_PATH,
     {
+      // Machines behind one address (NAT, a boot storm) must not hit a per-address limit:
+      // iPXE retries only a 503, so a 429 would strand them. Overload shedding still applies.
+      config: { rateLimit: false },
       schema: {
         tags: ['boot'],
         security: [],
@@ -219,6 +238,9 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
   app.get(
     '/nocloud/:id/:exp/:sig/:file',
     {
+      // Machines behind one address (NAT, a boot storm) must not hit a per-address limit:
+      // iPXE retries only a 503, so a 429 would strand them. Overload shedding still applies.
+      config: { rateLimit: false },
       schema: {
         tags: ['boot'],
         security: [],
