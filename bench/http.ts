@@ -6,11 +6,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
+import { freePort } from './net.js';
 import { load } from 'js-yaml';
 
 /** One measured load. */
@@ -24,18 +24,6 @@ export interface HttpFigure {
 }
 
 const TOKEN = 'bench-token-0123456789abcdef';
-
-/** A free loopback port (listen on 0, read it, close). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 /** Start a server process; resolves once it answers on `port`. */
 async function start(args: string[], port: number, env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number }> {

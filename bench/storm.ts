@@ -8,11 +8,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
+import { freePort } from './net.js';
 import { load } from 'js-yaml';
 import { openSqliteStore } from '../src/store/sqlite.js';
 
@@ -43,17 +43,6 @@ const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, 
 const macOf = (i: number) => `52:54:${[(i >> 24) & 255, (i >> 16) & 255, (i >> 8) & 255, i & 255].map((b) => b.toString(16).padStart(2, '0')).join(':')}`;
 const uuidOf = (i: number) => `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
 const hex = (text: string) => [...Buffer.from(text)].map((b) => b.toString(16).padStart(2, '0')).join(':');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 /** Register the cluster, one profile and `n` machines directly in the SQLite file. */
 async function register(dataDir: string, n: number): Promise<void> {
