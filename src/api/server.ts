@@ -98,6 +98,20 @@ function usedSchemasOnly<T extends object>(doc: T): T {
   return { ...rest, components: { ...components, schemas: Object.fromEntries(kept.map((name) => [name, schemas[name]])) } } as T;
 }
 
+/**
+ * A signed firmware URL is a bearer credential until it expires: logs keep the route and
+ * the machine, never the signature (`sig=` in the query, the signature segment of a
+ * NoCloud seed path `/nocloud/ID/EXP/SIG/file`).
+ */
+export function redactSignedUrl(url: string): string {
+  return url.replace(/([?&]sig=)[^&#]*/g, '$1[redacted]').replace(/^(\/nocloud\/[^/]+\/[^/]+\/)[^/?#]+/, '$1[redacted]');
+}
+
+/** pino's request serializer, as fastify's default but with signed URLs redacted. */
+function serializeRequest(request: FastifyRequest): Record<string, unknown> {
+  return { method: request.method, url: redactSignedUrl(request.url), host: request.host, remoteAddress: request.ip, remotePort: request.socket.remotePort };
+}
+
 /** Send a problem document. */
 export function sendProblem(reply: FastifyReply, kind: ProblemKind, status: number, detail: string, errors?: RequestError['problems']): FastifyReply {
   return reply.code(status).type(PROBLEM_MEDIA_TYPE).header('cache-control', 'no-store').send(problem(kind, status, detail, errors));
@@ -171,7 +185,12 @@ function handleError(error: FastifyError, request: FastifyRequest, reply: Fastif
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
   const { config } = options;
   const app = Fastify({
-    logger: { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' }, ...(options.logStream ? { stream: options.logStream } : {}) },
+    logger: {
+      level: config.logLevel,
+      redact: { paths: REDACT, censor: '[redacted]' },
+      serializers: { req: serializeRequest },
+      ...(options.logStream ? { stream: options.logStream } : {}),
+    },
     bodyLimit: config.bodyLimit,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),

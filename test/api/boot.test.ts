@@ -227,6 +227,20 @@ describe('signed URLs', () => {
     assert.equal((await http().delete('/v1/machines/nope/fetches').set('authorization', `Bearer ${WRITER}`)).status, 404);
   });
 
+  it('logs never hold a signature (a signed URL is a credential until it expires)', async () => {
+    const seed = nocloudSeed(await ipxe('mac=52:54:00:ab:cd:02'))!;
+    const ign = ignitionUrl(await ipxe('mac=52-54-00-ab-cd-10'))!;
+    assert.equal((await fetchPath(`${seed}meta-data`)).status, 200);
+    assert.equal((await fetchPath(ign)).status, 200);
+    const logs = svc.logs();
+    for (const sig of [new URL(seed).pathname.split('/')[4]!, new URL(ign).searchParams.get('sig')!]) {
+      assert.ok(sig.length >= 40);
+      assert.ok(!logs.includes(sig), 'a signature reached the logs');
+    }
+    assert.match(logs, /"url":"\/nocloud\/m2\/\d+\/\[redacted\]\/meta-data"/);
+    assert.match(logs, /"url":"\/ignition\?machine=pb&exp=\d+&sig=\[redacted\]/);
+  });
+
   it('NoCloud: every seed file through one signed prefix; another machine\'s prefix signature is 403', async () => {
     const found = nocloudSeed(await ipxe('mac=52:54:00:ab:cd:02'));
     assert.ok(found?.endsWith('/'), found);
