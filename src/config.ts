@@ -57,6 +57,22 @@ export const configSchema = z.strictObject({
       }
     }, 'must be an absolute http(s) URL without credentials')
     .optional(),
+  /**
+   * A PostgreSQL connection URL (`postgres://user:password@host:5432/db`): when set, the
+   * inventory is in PostgreSQL (several replicas may share it) instead of SQLite under
+   * the data directory.
+   */
+  databaseUrl: z
+    .string()
+    .refine((v) => {
+      try {
+        const u = new URL(v);
+        return u.protocol === 'postgres:' || u.protocol === 'postgresql:';
+      } catch {
+        return false;
+      }
+    }, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
   /** Key for signed firmware URLs, hex or base64 (at least 32 bytes). Default: generated into the data directory. */
   urlSigningKey: z.string().optional(),
   /** Lifetime of signed firmware URLs, seconds. */
@@ -88,6 +104,7 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_URL_SIGNING_KEY: 'urlSigningKey',
   BOOTWRIGHT_SIGNED_URL_SECONDS: 'signedUrlSeconds',
   BOOTWRIGHT_DEFAULT_MACHINE: 'defaultMachine',
+  BOOTWRIGHT_DATABASE_URL: 'databaseUrl',
 };
 
 /** A configuration problem, naming the variable or key. */

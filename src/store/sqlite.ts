@@ -15,6 +15,7 @@ import Postgrator from 'postgrator';
 import { AlreadyExistsError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
 import { discoveredKey, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
 import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
+import { CURRENT_JOIN, type CurrentRow, type DiscoveredRow, globEscape, type RevisionRow, sortedLabels, toDiscovered, toResource } from './rows.js';
 import {
   type AuditEntry,
   type AuditInput,
@@ -40,65 +41,8 @@ export interface SqliteStoreOptions {
   now?: () => Date;
 }
 
-/** Glob metacharacters in the migrations directory's own path, escaped for postgrator's glob. */
-const globEscape = (path: string) => path.replace(/[*?[\]{}()!]/g, '[$&]');
-
 /** Where the SQLite migrations are, next to this module (src/ under tsx, dist/ once built). */
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/sqlite/', import.meta.url));
-
-interface RevisionRow {
-  kind: ResourceKind;
-  name: string;
-  revision: number;
-  labels: string;
-  spec: string;
-  cluster_revision: number | null;
-  profile_revision: number | null;
-  created_at: string;
-  updated_at: string;
-}
-
-interface CurrentRow {
-  revision: number;
-  created_at: string;
-}
-
-interface DiscoveredRow {
-  mac: string;
-  uuid: string;
-  serial: string;
-  hostname: string;
-  first_seen: string;
-  last_seen: string;
-  count: number;
-}
-
-const CURRENT_JOIN = 'FROM resources r JOIN resource_revisions v ON v.kind = r.kind AND v.name = r.name AND v.revision = r.revision';
-
-function toResource<S>(row: RevisionRow): StoredResource<S> {
-  return {
-    kind: row.kind,
-    name: row.name,
-    labels: JSON.parse(row.labels) as Record<string, string>,
-    revision: row.revision,
-    spec: JSON.parse(row.spec) as S,
-    ...(row.cluster_revision !== null && row.profile_revision !== null ? { refs: { clusterRevision: row.cluster_revision, profileRevision: row.profile_revision } } : {}),
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
-}
-
-function toDiscovered(row: DiscoveredRow): DiscoveredMachine {
-  return {
-    ...(row.mac ? { mac: row.mac } : {}),
-    ...(row.uuid ? { uuid: row.uuid } : {}),
-    ...(row.serial ? { serial: row.serial } : {}),
-    ...(row.hostname ? { hostname: row.hostname } : {}),
-    firstSeen: row.first_seen,
-    lastSeen: row.last_seen,
-    count: row.count,
-  };
-}
 
 /**
  * Run synchronous store code as a promise: its result resolves it, anything it throws
@@ -111,10 +55,6 @@ function settle<T>(fn: () => T): Promise<T> {
     return Promise.reject(e instanceof Error ? e : new Error(String(e)));
   }
 }
-
-/** Sorted copy of a label map, so stored JSON does not depend on the writer's key order. */
-const sortedLabels = (labels: Record<string, string> | undefined) =>
-  Object.fromEntries(Object.entries(labels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 
 /**
  * Open (creating when absent) the SQLite store at `path` and migrate it to the latest

@@ -1,0 +1,410 @@
+/**
+ * The PostgreSQL store (issue 6): several replicas of the service share one database.
+ * node-postgres (`pg`) with a pooled `pg.Pool`, schema by plain-SQL postgrator migrations
+ * (src/store/migrations/postgres), the same tables as the SQLite store.
+ *
+ * Everything that must be exact across replicas is decided by the database, atomically:
+ * - every write is one transaction that first takes a transaction-scoped advisory lock
+ *   on the resource (kind and name) and then reads its current row `FOR UPDATE`, so
+ *   revision numbers and `ifMatch` checks are exact whichever replica writes;
+ * - a machine's write reads its cluster and profile `FOR SHARE` while a delete of those
+ *   locks them `FOR UPDATE` before looking for machines naming them, so a reference is
+ *   never left dangling;
+ * - `takeFetch` is one `INSERT … ON CONFLICT DO UPDATE … WHERE count < max RETURNING`;
+ * - audit rows and discovered machines are single-statement inserts and upserts.
+ * Migrations run under a session advisory lock, so replicas starting together migrate once.
+ */
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import Postgrator from 'postgrator';
+import { AlreadyExistsError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
+import { discoveredKey, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
+import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
+import { CURRENT_JOIN, type CurrentRow, type DiscoveredRow, globEscape, type RevisionRow, sortedLabels, toDiscovered, toResource } from './rows.js';
+import {
+  type AuditEntry,
+  type AuditInput,
+  checkLimit,
+  decodeContinue,
+  type DiscoveredMachine,
+  encodeContinue,
+  type ListOptions,
+  type ListPage,
+  type MachineIdentity,
+  type ResourceInput,
+  type SpecOf,
+  type Store,
+  type WriteOptions,
+} from './store.js';
+
+/** Options of {@link openPostgresStore}. */
+export interface PostgresStoreOptions {
+  /** The clock for timestamps (tests); default the system clock. */
+  now?: () => Date;
+  /**
+   * The schema holding the tables (created when absent); default the connection's
+   * current schema (normally `public`). A plain lower-case identifier.
+   */
+  schema?: string;
+  /** Most connections the pool opens (default 10). */
+  poolSize?: number;
+}
+
+/** Where the PostgreSQL migrations are, next to this module (src/ under tsx, dist/ once built). */
+const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/postgres/', import.meta.url));
+
+/** The session advisory lock key held while migrating ("bootwrig" in ASCII). */
+const MIGRATION_LOCK = '7165064450213390183';
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+type Queryable = pg.Pool | pg.PoolClient;
+
+/** Swallow an error that has nowhere better to go (it is reported another way). */
+const ignore = (): void => undefined;
+
+/**
+ * Open the PostgreSQL store at `url` and migrate it to the latest schema.
+ *
+ * @param url a `postgres://` or `postgresql://` connection URL.
+ * @throws whatever pg or postgrator throws for an unreachable database or a failed
+ *   migration (the pool is closed first); an Error for a bad `schema` option.
+ */
+export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+  const { schema } = options;
+  if (schema !== undefined && !SCHEMA_NAME.test(schema)) throw new Error(`invalid PostgreSQL schema name "${schema}"`);
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    ...(schema !== undefined ? { options: `-c search_path=${schema}` } : {}),
+  });
+  // An idle connection dropped by the server must not crash the process; the next
+  // query opens another.
+  pool.on('error', ignore);
+  try {
+    const client = await pool.connect();
+    try {
+      await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+      try {
+        if (schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+        const current = (await client.query<{ schema: string }>('SELECT current_schema() AS schema')).rows[0]?.schema;
+        if (!current) throw new Error('the PostgreSQL connection has no current schema (search_path)');
+        const postgrator = new Postgrator({
+          driver: 'pg',
+          migrationPattern: `${globEscape(MIGRATIONS_DIR)}*.sql`,
+          schemaTable: 'schema_version',
+          currentSchema: current,
+          execQuery: async (query) => ({ rows: (await client.query(query)).rows as Record<string, unknown>[] }),
+          // One migration file is one transaction: it applies whole or not at all.
+          execSqlScript: async (script) => {
+            await client.query('BEGIN');
+            try {
+              await client.query(script);
+              await client.query('COMMIT');
+            } catch (e) {
+              await client.query('ROLLBACK');
+              throw e;
+            }
+          },
+        });
+        await postgrator.migrate();
+        // postgrator's SET search_path lasts for this pooled session: put back the default.
+        if (schema === undefined) await client.query('RESET search_path');
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+      }
+    } finally {
+      client.release();
+    }
+  } catch (e) {
+    await pool.end().catch(ignore);
+    throw e;
+  }
+  return new PostgresStore(pool, options.now ?? (() => new Date()));
+}
+
+/** The PostgreSQL {@link Store}. Construct with {@link openPostgresStore}. */
+export class PostgresStore implements Store {
+  private closed = false;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly now: () => Date,
+  ) {}
+
+  private timestamp(): string {
+    return this.now().toISOString();
+  }
+
+  /** Run `fn` in one transaction on one pooled connection; roll back when it throws. */
+  private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      try {
+        const result = await fn(client);
+        await client.query('COMMIT');
+        return result;
+      } catch (e) {
+        await client.query('ROLLBACK').catch(ignore);
+        throw e;
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Serialise writes of one resource across every connection and replica (until commit). */
+  private static async lockResource(client: pg.PoolClient, kind: ResourceKind, name: string): Promise<void> {
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${kind}/${name}`]);
+  }
+
+  private static async current(db: Queryable, kind: ResourceKind, name: string, lock = ''): Promise<CurrentRow | undefined> {
+    const sql = lock
+      ? `SELECT r.revision, v.created_at ${CURRENT_JOIN} WHERE r.kind = $1 AND r.name = $2 ${lock} OF r`
+      : `SELECT r.revision, v.created_at ${CURRENT_JOIN} WHERE r.kind = $1 AND r.name = $2`;
+    return (await db.query<CurrentRow>(sql, [kind, name])).rows[0];
+  }
+
+  private static async getOrThrow<K extends ResourceKind>(db: Queryable, kind: K, name: string): Promise<StoredResource<SpecOf<K>>> {
+    const row = (await db.query<RevisionRow>(`SELECT v.* ${CURRENT_JOIN} WHERE r.kind = $1 AND r.name = $2`, [kind, name])).rows[0];
+    if (!row) throw new NotFoundError(kind, name);
+    return toResource(row);
+  }
+
+  /**
+   * The cluster and profile revisions a machine spec refers to, now, locked `FOR SHARE`
+   * until commit (a concurrent delete of either waits). @throws MissingReferenceError
+   */
+  private static async refsOf(client: pg.PoolClient, spec: MachineSpec): Promise<{ clusterRevision: number; profileRevision: number }> {
+    const cluster = await PostgresStore.current(client, 'Cluster', spec.cluster, 'FOR SHARE');
+    const profile = await PostgresStore.current(client, 'Profile', spec.profile, 'FOR SHARE');
+    const missing: MissingReference[] = [];
+    if (!cluster) missing.push({ path: 'spec.cluster', kind: 'Cluster', name: spec.cluster });
+    if (!profile) missing.push({ path: 'spec.profile', kind: 'Profile', name: spec.profile });
+    if (!cluster || !profile) throw new MissingReferenceError(missing);
+    return { clusterRevision: cluster.revision, profileRevision: profile.revision };
+  }
+
+  /**
+   * Write one revision and make it current (inside a transaction). `createdAt`
+   * undefined: a first revision, created and updated at the same instant.
+   */
+  private async write<K extends ResourceKind>(
+    client: pg.PoolClient,
+    kind: K,
+    input: ResourceInput<SpecOf<K>>,
+    revision: number,
+    createdAt: string | undefined,
+    selectors: SelectorEntry[] | undefined,
+  ): Promise<void> {
+    const updatedAt = this.timestamp();
+    const { name } = input;
+    const labels = sortedLabels(input.labels);
+    const machine = kind === 'Machine' ? (input.spec as MachineSpec) : undefined;
+    const refs = machine ? await PostgresStore.refsOf(client, machine) : undefined;
+    await client.query(
+      'INSERT INTO resource_revisions (kind, name, revision, labels, spec, cluster_revision, profile_revision, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+      [kind, name, revision, JSON.stringify(labels), JSON.stringify(input.spec), refs?.clusterRevision ?? null, refs?.profileRevision ?? null, createdAt ?? updatedAt, updatedAt],
+    );
+    await client.query(
+      'INSERT INTO resources (kind, name, revision, cluster, profile) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (kind, name) DO UPDATE SET revision = excluded.revision, cluster = excluded.cluster, profile = excluded.profile',
+      [kind, name, revision, machine?.cluster ?? null, machine?.profile ?? null],
+    );
+    await client.query('DELETE FROM resource_labels WHERE kind = $1 AND name = $2', [kind, name]);
+    const entries = Object.entries(labels);
+    if (entries.length > 0) {
+      await client.query('INSERT INTO resource_labels (kind, name, key, value) SELECT $1, $2, k, v FROM unnest($3::text[], $4::text[]) AS t (k, v)', [
+        kind,
+        name,
+        entries.map(([k]) => k),
+        entries.map(([, v]) => v),
+      ]);
+    }
+    if (selectors) {
+      await client.query('DELETE FROM machine_selectors WHERE machine = $1', [name]);
+      if (selectors.length > 0) {
+        await client.query('INSERT INTO machine_selectors (selector, value, machine) SELECT s, v, $3 FROM unnest($1::text[], $2::text[]) AS t (s, v) ON CONFLICT DO NOTHING', [
+          selectors.map((e) => e.selector),
+          selectors.map((e) => e.value),
+          name,
+        ]);
+      }
+    }
+  }
+
+  /** @inheritdoc */
+  async create<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>): Promise<StoredResource<SpecOf<K>>> {
+    const selectors = kind === 'Machine' ? selectorEntries(input.spec as MachineSpec) : undefined;
+    return this.transaction(async (client) => {
+      await PostgresStore.lockResource(client, kind, input.name);
+      if (await PostgresStore.current(client, kind, input.name)) throw new AlreadyExistsError(kind, input.name);
+      const last = (await client.query<{ revision: number | null }>('SELECT max(revision) AS revision FROM resource_revisions WHERE kind = $1 AND name = $2', [kind, input.name])).rows[0]?.revision ?? 0;
+      await this.write(client, kind, input, last + 1, undefined, selectors);
+      return PostgresStore.getOrThrow(client, kind, input.name);
+    });
+  }
+
+  /** @inheritdoc */
+  async get<K extends ResourceKind>(kind: K, name: string): Promise<StoredResource<SpecOf<K>>> {
+    return PostgresStore.getOrThrow(this.pool, kind, name);
+  }
+
+  /** @inheritdoc */
+  async getRevision<K extends ResourceKind>(kind: K, name: string, revision: number): Promise<StoredResource<SpecOf<K>>> {
+    const row = Number.isInteger(revision)
+      ? (await this.pool.query<RevisionRow>('SELECT * FROM resource_revisions WHERE kind = $1 AND name = $2 AND revision = $3', [kind, name, revision])).rows[0]
+      : undefined;
+    if (!row) throw new NotFoundError(kind, name, revision);
+    return toResource<SpecOf<K>>(row);
+  }
+
+  /** @inheritdoc */
+  async list<K extends ResourceKind>(kind: K, options: ListOptions = {}): Promise<ListPage<SpecOf<K>>> {
+    const limit = checkLimit(options.limit);
+    const after = options.continue === undefined || options.continue === '' ? '' : decodeContinue(kind, options.continue);
+    const terms = Object.entries(options.labelSelector ?? {});
+    const params: (string | number)[] = [kind, after];
+    let sql = `SELECT v.* ${CURRENT_JOIN} WHERE r.kind = $1 AND r.name > $2`;
+    for (const [key, value] of terms) {
+      params.push(key, value);
+      sql += ` AND r.name IN (SELECT name FROM resource_labels WHERE kind = $1 AND key = $${params.length - 1} AND value = $${params.length})`;
+    }
+    params.push(limit + 1);
+    sql += ` ORDER BY r.name LIMIT $${params.length}`;
+    const rows = (await this.pool.query<RevisionRow>(sql, params)).rows;
+    const items = rows.slice(0, limit).map((row) => toResource<SpecOf<K>>(row));
+    const last = items.at(-1);
+    return { items, ...(rows.length > limit && last ? { continue: encodeContinue(kind, last.name) } : {}) };
+  }
+
+  /** @inheritdoc */
+  async replace<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>, options: WriteOptions = {}): Promise<StoredResource<SpecOf<K>>> {
+    const selectors = kind === 'Machine' ? selectorEntries(input.spec as MachineSpec) : undefined;
+    return this.transaction(async (client) => {
+      await PostgresStore.lockResource(client, kind, input.name);
+      const current = await PostgresStore.current(client, kind, input.name, 'FOR UPDATE');
+      if (!current) throw new NotFoundError(kind, input.name);
+      if (options.ifMatch !== undefined && options.ifMatch !== current.revision) throw new PreconditionFailedError(kind, input.name, options.ifMatch, current.revision);
+      await this.write(client, kind, input, current.revision + 1, current.created_at, selectors);
+      return PostgresStore.getOrThrow(client, kind, input.name);
+    });
+  }
+
+  /** @inheritdoc */
+  async delete(kind: ResourceKind, name: string, options: WriteOptions = {}): Promise<void> {
+    await this.transaction(async (client) => {
+      await PostgresStore.lockResource(client, kind, name);
+      const current = await PostgresStore.current(client, kind, name, 'FOR UPDATE');
+      if (!current) throw new NotFoundError(kind, name);
+      if (options.ifMatch !== undefined && options.ifMatch !== current.revision) throw new PreconditionFailedError(kind, name, options.ifMatch, current.revision);
+      if (kind === 'Cluster' || kind === 'Profile') {
+        const users = await PostgresStore.machinesNaming(client, kind, name);
+        if (users.length > 0) throw new ReferencedError(kind, name, users);
+      }
+      await client.query('DELETE FROM resources WHERE kind = $1 AND name = $2', [kind, name]);
+      await client.query('DELETE FROM resource_labels WHERE kind = $1 AND name = $2', [kind, name]);
+      if (kind === 'Machine') {
+        await client.query('DELETE FROM machine_selectors WHERE machine = $1', [name]);
+        await client.query('DELETE FROM fetch_counts WHERE machine = $1', [name]);
+      }
+    });
+  }
+
+  /** @inheritdoc */
+  async revisions<K extends ResourceKind>(kind: K, name: string): Promise<StoredResource<SpecOf<K>>[]> {
+    const rows = (await this.pool.query<RevisionRow>('SELECT * FROM resource_revisions WHERE kind = $1 AND name = $2 ORDER BY revision', [kind, name])).rows;
+    if (rows.length === 0) throw new NotFoundError(kind, name);
+    return rows.map((row) => toResource<SpecOf<K>>(row));
+  }
+
+  private static async machinesNaming(db: Queryable, kind: 'Cluster' | 'Profile', name: string): Promise<string[]> {
+    const column = kind === 'Cluster' ? 'cluster' : 'profile';
+    return (await db.query<{ name: string }>(`SELECT name FROM resources WHERE kind = 'Machine' AND ${column} = $1 ORDER BY name`, [name])).rows.map((r) => r.name);
+  }
+
+  /** @inheritdoc */
+  async referencedBy(kind: 'Cluster' | 'Profile', name: string): Promise<string[]> {
+    return PostgresStore.machinesNaming(this.pool, kind, name);
+  }
+
+  /** @inheritdoc */
+  async findMachinesBy(identity: MachineIdentity & { labels?: Record<string, string> }): Promise<StoredResource<MachineSpec>[]> {
+    const entries = identityEntries(identity);
+    if (entries.length === 0) return [];
+    const params: string[] = [];
+    const terms = entries.map((e) => {
+      params.push(e.selector, e.value);
+      return `(selector = $${params.length - 1} AND value = $${params.length})`;
+    });
+    const sql = `SELECT v.* ${CURRENT_JOIN} WHERE r.kind = 'Machine' AND r.name IN (SELECT machine FROM machine_selectors WHERE ${terms.join(' OR ')}) ORDER BY r.name`;
+    return (await this.pool.query<RevisionRow>(sql, params)).rows.map((row) => toResource<MachineSpec>(row));
+  }
+
+  /** @inheritdoc */
+  async recordAudit(entry: AuditInput): Promise<void> {
+    await this.pool.query('INSERT INTO audit (machine, route, client, status, at) VALUES ($1, $2, $3, $4, $5)', [entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp()]);
+  }
+
+  /** @inheritdoc */
+  async audit(machine: string, options: { limit?: number } = {}): Promise<AuditEntry[]> {
+    const limit = checkLimit(options.limit);
+    // Ids are BIGINT (text in pg); as numbers they stay exact below 2^53.
+    const rows = (await this.pool.query<AuditEntry>('SELECT id::float8 AS id, machine, route, client, status, at FROM audit WHERE machine = $1 ORDER BY audit.id DESC LIMIT $2', [machine, limit])).rows;
+    return rows.map((r) => ({ id: r.id, machine: r.machine, route: r.route, client: r.client, status: r.status, at: r.at }));
+  }
+
+  /** @inheritdoc */
+  async takeFetch(machine: string, max: number): Promise<boolean> {
+    const result = await this.pool.query(
+      'INSERT INTO fetch_counts (machine, count) SELECT $1, 1 WHERE $2::integer >= 1 ' +
+        'ON CONFLICT (machine) DO UPDATE SET count = fetch_counts.count + 1 WHERE fetch_counts.count < $2::integer RETURNING count',
+      [machine, max],
+    );
+    return result.rows.length > 0;
+  }
+
+  /** @inheritdoc */
+  async fetchCount(machine: string): Promise<number> {
+    return (await this.pool.query<{ count: number }>('SELECT count FROM fetch_counts WHERE machine = $1', [machine])).rows[0]?.count ?? 0;
+  }
+
+  /** @inheritdoc */
+  async resetFetches(machine: string): Promise<void> {
+    await this.pool.query('DELETE FROM fetch_counts WHERE machine = $1', [machine]);
+  }
+
+  /** @inheritdoc */
+  async recordDiscovered(identity: MachineIdentity): Promise<DiscoveredMachine> {
+    const key = discoveredKey(identity);
+    const now = this.timestamp();
+    // Replicas' clocks may differ slightly: last seen never moves backwards.
+    const row = (
+      await this.pool.query<DiscoveredRow>(
+        'INSERT INTO discovered (mac, uuid, serial, hostname, first_seen, last_seen, count) VALUES ($1, $2, $3, $4, $5, $5, 1) ' +
+          'ON CONFLICT (mac, uuid, serial, hostname) DO UPDATE SET last_seen = greatest(discovered.last_seen, excluded.last_seen), count = discovered.count + 1 RETURNING *',
+        [key.mac, key.uuid, key.serial, key.hostname, now],
+      )
+    ).rows[0]!;
+    return toDiscovered(row);
+  }
+
+  /** @inheritdoc */
+  async listDiscovered(options: { limit?: number } = {}): Promise<DiscoveredMachine[]> {
+    const limit = checkLimit(options.limit);
+    return (await this.pool.query<DiscoveredRow>('SELECT * FROM discovered ORDER BY last_seen DESC, mac, uuid, serial, hostname LIMIT $1', [limit])).rows.map(toDiscovered);
+  }
+
+  /** @inheritdoc */
+  async ping(): Promise<void> {
+    if (this.closed) throw new Error('the PostgreSQL store is closed');
+    await this.pool.query('SELECT 1');
+  }
+
+  /** @inheritdoc */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+}

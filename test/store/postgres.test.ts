@@ -1,0 +1,124 @@
+/**
+ * The PostgreSQL store against the shared suite: a throwaway database per run (dropped
+ * afterwards) and a fresh schema in it per store. Plus what only PostgreSQL has: exact
+ * counting and If-Match across two stores (two replicas) on one database.
+ *
+ * The server comes from BOOTWRIGHT_TEST_DATABASE_URL (default
+ * postgres://bootwright:bootwright@127.0.0.1:5432/postgres; the role needs CREATEDB).
+ * Without a reachable server the tests skip loudly, except under CI where they fail.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, describe, it } from 'node:test';
+import pg from 'pg';
+import { PreconditionFailedError } from '../../src/store/errors.js';
+import { openPostgresStore, PostgresStore } from '../../src/store/postgres.js';
+import type { Store } from '../../src/store/store.js';
+import { storeSuite } from './suite.js';
+
+const ADMIN_URL = process.env.BOOTWRIGHT_TEST_DATABASE_URL ?? 'postgres://bootwright:bootwright@127.0.0.1:5432/postgres';
+const database = `bootwright_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+
+/** Create the run's database; the reason when the server cannot be used. */
+async function setUp(): Promise<string | undefined> {
+  const admin = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 5000 });
+  try {
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${database}`);
+    return undefined;
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
+}
+
+const unreachable = await setUp();
+const dbUrl = (() => {
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${database}`;
+  return url.toString();
+})();
+
+if (unreachable !== undefined) {
+  const line = `*** SKIPPED: PostgreSQL not reachable at ${ADMIN_URL.replace(/\/\/[^@/]*@/, '//***@')} (${unreachable}); set BOOTWRIGHT_TEST_DATABASE_URL ***`;
+  if (process.env.CI) {
+    it('PostgreSQL is reachable (required under CI)', () => {
+      assert.fail(line.replace('SKIPPED', 'FAILED'));
+    });
+  } else {
+    console.log(`\n${line}\n`);
+    it('PostgreSQL store', { skip: line }, () => undefined);
+  }
+} else {
+  after(async () => {
+    const admin = new pg.Client({ connectionString: ADMIN_URL });
+    await admin.connect();
+    try {
+      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    } finally {
+      await admin.end();
+    }
+  });
+
+  let n = 0;
+  const schemas = new WeakMap<Store, string>();
+  const open = async (schema: string) => {
+    const store = await openPostgresStore(dbUrl, { schema, poolSize: 4 });
+    schemas.set(store, schema);
+    return store;
+  };
+
+  storeSuite(
+    'postgres',
+    () => open(`s${++n}`),
+    (closed: Store) => {
+      assert.ok(closed instanceof PostgresStore);
+      const schema = schemas.get(closed);
+      assert.ok(schema);
+      return open(schema);
+    },
+  );
+
+  describe('PostgreSQL store specifics', () => {
+    it('migrations run once, also when two replicas start together', async () => {
+      const schema = `s${++n}`;
+      const [a, b] = await Promise.all([open(schema), open(schema)]);
+      await Promise.all([a.close(), b.close()]);
+      const c = await open(schema);
+      await c.close();
+      const client = new pg.Client({ connectionString: dbUrl });
+      await client.connect();
+      try {
+        const rows = (await client.query(`SELECT version::integer AS version, name FROM ${schema}.schema_version WHERE version > 0`)).rows;
+        assert.deepEqual(rows, [{ version: 1, name: 'inventory' }]);
+      } finally {
+        await client.end();
+      }
+    });
+
+    it('two replicas on one database: writes seen at once, fetch counting and If-Match exact', async () => {
+      const schema = `s${++n}`;
+      const a = await open(schema);
+      const b = await open(schema);
+      try {
+        await a.create('Cluster', { name: 'prod', spec: { name: 'prod' } });
+        assert.equal((await b.get('Cluster', 'prod')).revision, 1);
+        const takes = await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 ? a : b).takeFetch('node-1', 10)));
+        assert.equal(takes.filter(Boolean).length, 10);
+        assert.equal(await a.fetchCount('node-1'), 10);
+        const results = await Promise.allSettled(
+          Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).replace('Cluster', { name: 'prod', labels: { writer: String(i) }, spec: { name: 'prod' } }, { ifMatch: 1 })),
+        );
+        assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
+        for (const r of results) if (r.status === 'rejected') assert.ok(r.reason instanceof PreconditionFailedError);
+        assert.equal((await a.get('Cluster', 'prod')).revision, 2);
+        const creates = await Promise.allSettled([a, b, a, b].map((s) => s.create('Profile', { name: 'worker', spec: { role: 'worker', kubernetesVersion: 'v1.33.2' } })));
+        assert.equal(creates.filter((r) => r.status === 'fulfilled').length, 1);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
+  });
+}
