@@ -233,6 +233,5 @@ export const nodeBootstrapSchema = z.strictObject({
 
 /** A validated NodeBootstrap request. */
 export type NodeBootstrap = z.infer<typeof nodeBootstrapSchema>;
-export type ProvisioningInput = z.infer<typeof provisioningSchema>;
 export type ClusterInput = z.infer<typeof clusterSchema>;
 export type FileInput = z.infer<typeof fileSchema>;
