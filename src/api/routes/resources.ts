@@ -22,6 +22,7 @@ import { RESOURCE_API_VERSION, RESOURCE_KINDS, resourceName, type ResourceKind, 
 import { MAX_LIST_LIMIT, parseLabelSelector, type ResourceInput, type SpecOf } from '../../store/store.js';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import type { ServiceContext } from '../server.js';
+import { noneMatch } from '../deliver.js';
 
 const problemContent = { content: { [PROBLEM_MEDIA_TYPE]: { schema: problemSchema } } };
 
@@ -203,8 +204,7 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
       const current = await store.get(kind, request.params.name);
       const etag = revisionEtag(current.revision);
       void reply.header('etag', etag).header('cache-control', 'private, no-cache');
-      const tags = request.headers['if-none-match']?.split(',').map((t) => t.trim().replace(/^W\//, ''));
-      if (tags?.includes(etag) || tags?.includes('*')) return reply.code(304).send();
+      if (noneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
       return toReadDocument(current);
     },
   );
