@@ -5,11 +5,12 @@
 import { createHash } from 'node:crypto';
 import { buildKubeadm } from './bootstrap/kubeadm/build.js';
 import type { KubeadmApiVersion } from './bootstrap/kubeadm/version.js';
-import { fieldError } from './errors.js';
+import { fieldError, RequestError } from './errors.js';
 import { CLOUD_CONFIG_MEDIA_TYPE, renderCloudConfig } from './provision/cloudinit/render.js';
 import { renderIgnition } from './provision/ignition/render.js';
 import { highestSpecAtMost, type IgnitionSpecVersion } from './provision/ignition/versions.js';
 import { buildPlan } from './provision/plan/build.js';
+import { clusterApiOrigin, rewriteProblems } from './request/capi/convert.js';
 import type { NodeBootstrap, OutputFormat } from './request/schema.js';
 
 /** The media type of Ignition configs (Ignition's own `Accept` names it). */
@@ -61,9 +62,20 @@ export function resolveIgnitionVersion(requested: string, field: string): Igniti
  * Format: `options.format`, then `spec.output.format`, then cloud-config.
  *
  * @throws RequestError (422) naming the field for anything the builder or the renderer
- *   cannot express.
+ *   cannot express (for a request given in Cluster API shape, the Cluster API field).
  */
 export function renderNodeBootstrap(req: NodeBootstrap, options: RenderOptions = {}): RenderResult {
+  try {
+    return render(req, options);
+  } catch (e) {
+    // A request rewritten from Cluster API input: name the fields the caller wrote.
+    const rewrite = e instanceof RequestError ? clusterApiOrigin(req) : undefined;
+    if (rewrite) throw new RequestError(rewriteProblems((e as RequestError).problems, rewrite), (e as RequestError).status);
+    throw e;
+  }
+}
+
+function render(req: NodeBootstrap, options: RenderOptions): RenderResult {
   const format = options.format ?? req.spec.output?.format ?? 'cloud-config';
   const kubeadm = buildKubeadm(req);
   const plan = buildPlan(req, kubeadm);

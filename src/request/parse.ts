@@ -6,6 +6,7 @@ import { binaryTag, CORE_SCHEMA, load, YAMLException } from 'js-yaml';
 import { printParseErrorCode, visit } from 'jsonc-parser';
 import type { z } from 'zod';
 import { type FieldProblem, RequestError } from '../errors.js';
+import { fromClusterApi, isClusterApiRequest, rememberClusterApiOrigin, rewriteProblems } from './capi/convert.js';
 import { checkRequest } from './checks.js';
 import { type NodeBootstrap, nodeBootstrapSchema } from './schema.js';
 
@@ -106,9 +107,27 @@ export function zodProblems(error: z.ZodError, prefix = ''): FieldProblem[] {
  * Validate a parsed value as a NodeBootstrap: the zod schema (types, formats, unknown
  * fields), then the cross-field and role checks of {@link checkRequest}.
  *
+ * A request in Cluster API shape (`spec.kubeadmConfigSpec` or `spec.kubeadmConfig`)
+ * is first rewritten into `spec.kubeadm` + `spec.provisioning` ({@link fromClusterApi});
+ * every problem still names the field the caller wrote.
+ *
  * @throws RequestError (422) with every problem found.
  */
 export function validateNodeBootstrap(value: unknown): NodeBootstrap {
+  if (!isClusterApiRequest(value)) return validateNative(value);
+  const { request, rewrite } = fromClusterApi(value);
+  try {
+    const validated = validateNative(request);
+    rememberClusterApiOrigin(validated, rewrite);
+    return validated;
+  } catch (e) {
+    if (e instanceof RequestError) throw new RequestError(rewriteProblems(e.problems, rewrite), e.status);
+    throw e;
+  }
+}
+
+/** The NodeBootstrap schema, then the cross-field checks. */
+function validateNative(value: unknown): NodeBootstrap {
   const result = nodeBootstrapSchema.safeParse(value);
   if (!result.success) throw new RequestError(zodProblems(result.error));
   const problems = checkRequest(result.data);

@@ -95,6 +95,12 @@ export const clusterSchema = z.strictObject({
   caCertHashes: z.array(caCertHash).min(1).optional(),
   certificateKey: certificateKey.optional(),
   certificates: certificates.optional(),
+  /**
+   * The control plane's Kubernetes version, when it differs from the node's
+   * (`spec.kubernetesVersion`): the value of `{{ .controlPlane.version }}` in Cluster API
+   * files with `contentFormat: Template`. Default: `spec.kubernetesVersion`.
+   */
+  controlPlaneVersion: kubernetesVersion.optional(),
 });
 
 /** Absolute, normalised POSIX path: no `..`, no `.`, no `//`, no trailing `/`. */
@@ -200,6 +206,11 @@ export const kubeadmSchema = z.strictObject({
   initConfiguration: looseObject.optional(),
   joinConfiguration: looseObject.optional(),
   verbosity: z.int().min(0).max(10).optional(),
+  /**
+   * Retry `kubeadm join` (Cluster API v1beta1 `useExperimentalRetryJoin`): up to 5
+   * attempts, `kubeadm reset --force` and 15 seconds between them. Joins only.
+   */
+  useExperimentalRetryJoin: z.boolean().optional(),
 });
 
 export const OUTPUT_FORMATS = ['cloud-config', 'ignition'] as const;

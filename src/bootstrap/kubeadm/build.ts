@@ -6,6 +6,7 @@
 import { type FieldProblem, RequestError } from '../../errors.js';
 import { zodProblems } from '../../request/parse.js';
 import type { NodeBootstrap } from '../../request/schema.js';
+import type { Retry } from '../../provision/shell.js';
 import { dumpYaml } from '../../yaml/dump.js';
 import { ARG_PATHS, emitArgs, mergeArgs, readArgs } from './args.js';
 import { type Arg, type KubeadmKind, kubeadmSchema } from './types.js';
@@ -39,6 +40,11 @@ export interface KubeadmBootstrap {
   fileName: 'kubeadm.yaml' | 'kubeadm-join-config.yaml';
   /** `kubeadm init|join` and its flags, without `--config`. */
   argv: string[];
+  /**
+   * Retry `kubeadm join` (`spec.kubeadm.useExperimentalRetryJoin`), as CABPK's retry
+   * script does: 5 attempts, `kubeadm reset --force` and 15 seconds between them.
+   */
+  retry?: Retry;
   /** Certificates and keys to place before kubeadm runs (init, control-plane without certificateKey). */
   pki: PkiFile[];
   warnings: string[];
@@ -82,6 +88,9 @@ function mergeOver(base: Doc, override: Doc, argPaths: Set<string>, at: string[]
   }
   return out;
 }
+
+/** CABPK's join retry: 5 attempts, a reset and 15 seconds between them. */
+const JOIN_RETRY: Retry = { attempts: 5, delaySeconds: 15, cleanup: 'kubeadm reset --force' };
 
 const OVERRIDE_FIELD: Record<KubeadmKind, string> = {
   ClusterConfiguration: 'spec.kubeadm.clusterConfiguration',
@@ -215,6 +224,7 @@ export function buildKubeadm(req: NodeBootstrap): KubeadmBootstrap {
     yaml: documents.map((d) => `---\n${dumpYaml(d)}`).join(''),
     fileName: spec.role === 'init' ? 'kubeadm.yaml' : 'kubeadm-join-config.yaml',
     argv,
+    ...(spec.role !== 'init' && spec.kubeadm?.useExperimentalRetryJoin ? { retry: JOIN_RETRY } : {}),
     pki: writesPki ? pkiFiles(req, certificatesDir) : [],
     warnings,
   };

@@ -9,7 +9,7 @@
  */
 import type { PlanDisk, PlanFile, PlanUser, ProvisioningPlan } from '../plan/types.js';
 import { dumpYaml } from '../../yaml/dump.js';
-import { shellCommand } from '../shell.js';
+import { retriedCommand, shellCommand } from '../shell.js';
 
 /** The media type of a cloud-config document (cloud-init user data). */
 export const CLOUD_CONFIG_MEDIA_TYPE = 'text/cloud-config';
@@ -165,7 +165,8 @@ export function renderCloudConfig(plan: ProvisioningPlan): string {
     { path: PLACEHOLDER.path, owner: 'root:root', permissions: '0640', content: PLACEHOLDER.content },
   ];
   const [program, action, ...flags] = main.argv;
-  const kubeadm = shellCommand([program!, action!, '--config', configPath, ...flags]);
+  const command = shellCommand([program!, action!, '--config', configPath, ...flags]);
+  const kubeadm = main.retry ? retriedCommand(command, main.retry) : command;
   doc.runcmd = [...plan.commands.pre, `${kubeadm} && echo success > ${plan.successSentinel}`, ...plan.commands.post];
   return `#cloud-config\n${dumpYaml(doc)}`;
 }

@@ -12,7 +12,7 @@
  * - `/etc/kubeadm/bootcmd.sh` (0700): boot commands, run on every boot by
  *   `kubeadm-bootcmd.service`, ordered before the kubeadm unit.
  */
-import { shellCommand, shellQuote } from '../shell.js';
+import { retriedCommand, shellCommand, shellQuote } from '../shell.js';
 import type { CommandList, ProvisioningPlan } from '../plan/types.js';
 import { GENERATED, type IgnitionFile, type IgnitionUnit, type Sourced } from './config.js';
 import type { EncodeOptions } from './dataurl.js';
@@ -59,7 +59,8 @@ function script(lines: CommandList): string {
 export function bootstrapScript(plan: ProvisioningPlan, configPath: string): string {
   const { pre, main, post } = plan.commands;
   const sentinel = plan.successSentinel;
-  const kubeadm = `${shellCommand([...main.argv, '--config', configPath])} && echo success > ${shellQuote(sentinel)}`;
+  const command = shellCommand([...main.argv, '--config', configPath]);
+  const kubeadm = `${main.retry ? retriedCommand(command, main.retry) : command} && echo success > ${shellQuote(sentinel)}`;
   const sentinelDir = sentinel.slice(0, sentinel.lastIndexOf('/')) || '/';
   return script([...pre, `mkdir -p ${shellQuote(sentinelDir)}`, kubeadm, ...post]);
 }

@@ -165,7 +165,7 @@ export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap): Provis
     commands: {
       boot: prov.bootCommands ?? [],
       pre: prov.preKubeadmCommands ?? [],
-      main: { argv: kubeadm.argv, configFile: { name: kubeadm.fileName, contents: kubeadm.yaml } },
+      main: { argv: kubeadm.argv, configFile: { name: kubeadm.fileName, contents: kubeadm.yaml }, ...(kubeadm.retry ? { retry: kubeadm.retry } : {}) },
       post: prov.postKubeadmCommands ?? [],
     },
     successSentinel: SUCCESS_SENTINEL,

@@ -7,6 +7,8 @@
  * diskSetup, mounts), so a reader of CABPK finds the same concepts here.
  */
 
+import type { Retry } from '../shell.js';
+
 /** Owner of a file or directory: a user name and a group name (`root:root` by default). */
 export interface Owner {
   user: string;
@@ -159,6 +161,8 @@ export interface MainCommand {
   argv: string[];
   /** The file (a member of `files`, by logical name) holding the kubeadm configuration. */
   configFile: KubeadmConfigFile;
+  /** Retry the command on failure (joins with `useExperimentalRetryJoin`). */
+  retry?: Retry;
 }
 
 /** The kubeadm configuration file, placed by each renderer at its own path. */

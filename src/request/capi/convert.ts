@@ -1,0 +1,330 @@
+/**
+ * Cluster API input → NodeBootstrap (DESIGN §2): a request whose spec carries a
+ * Cluster API `kubeadmConfigSpec` (or a whole `kubeadmConfig` object) instead of
+ * `kubeadm` + `provisioning` is rewritten into the NodeBootstrap's own fields, the way
+ * Cluster API's kubeadm bootstrap provider (CABPK) reads the same spec:
+ *
+ * - kubeadm configurations: Cluster API's own forms become kubeadm's for the target
+ *   kubeadm version (v1beta2 `timeouts.*Seconds` and `bootstrapTokens[].ttlSeconds`,
+ *   `*ValidityPeriodDays`; v1beta1 `apiServer.timeoutForControlPlane` and
+ *   `discovery.timeout`); a value the target version cannot hold is an error naming it;
+ * - a worker's JoinConfiguration gets the `node.cluster.x-k8s.io/uninitialized:NoSchedule`
+ *   taint, as CABPK adds it (Cluster API removes it once the Node is initialised);
+ * - `files[].contentFormat: Template` is executed; `contentFrom` and `passwdFrom` (Secret
+ *   references an HTTP service cannot resolve) are refused with a message to inline;
+ * - `format` becomes `spec.output.format`, `ignition` becomes `spec.provisioning.ignition`.
+ *
+ * Problems found after the rewrite name the fields the caller wrote: see
+ * {@link rewriteProblems}.
+ */
+import { type FieldProblem, RequestError } from '../../errors.js';
+import { parseKubeVersion, selectKubeadmApiVersion, type KubeadmApiVersion } from '../../bootstrap/kubeadm/version.js';
+import { zodProblems } from '../parse.js';
+import { type ClusterApiVersion, type KubeadmConfigSpec, kubeadmConfigObjectSchema, kubeadmConfigSpecSchema } from './schema.js';
+import { executeTemplate } from './template.js';
+
+type Doc = Record<string, unknown>;
+
+const isObject = (v: unknown): v is Doc => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
+
+/** The taint CABPK adds to every worker's JoinConfiguration (Cluster API `NodeUninitializedTaint`). */
+export const NODE_UNINITIALIZED_TAINT = { key: 'node.cluster.x-k8s.io/uninitialized', effect: 'NoSchedule' } as const;
+
+/** Ordered `[from, to]` field-path prefixes: where a rewritten field came from. */
+export type PathRewrite = readonly (readonly [string, string])[];
+
+/** Where each validated Cluster API request's fields came from (by object identity). */
+const origins = new WeakMap<object, PathRewrite>();
+
+/** True when the value is a request in Cluster API shape (`spec.kubeadmConfigSpec` or `spec.kubeadmConfig`). */
+export function isClusterApiRequest(value: unknown): value is Doc & { spec: Doc } {
+  return isObject(value) && isObject(value.spec) && ('kubeadmConfigSpec' in value.spec || 'kubeadmConfig' in value.spec);
+}
+
+/**
+ * Rename field paths (and the field paths quoted in messages) from the rewritten
+ * request's fields to the ones the caller wrote, e.g. `spec.provisioning.files[0].path`
+ * → `spec.kubeadmConfigSpec.files[0].path`.
+ */
+export function rewriteProblems(problems: readonly FieldProblem[], rewrite: PathRewrite): FieldProblem[] {
+  const rename = (text: string) => {
+    for (const [from, to] of rewrite) {
+      const re = new RegExp(`${from.replaceAll('.', '\\.')}(?=$|[.\\[\\s,;:)])`, 'g');
+      if (re.test(text)) return text.replace(re, to);
+    }
+    return text;
+  };
+  return problems.map((p) => ({ path: rename(p.path), message: rename(p.message) }));
+}
+
+/** Remember that `request` was rewritten from Cluster API input (for errors raised later, at render). */
+export function rememberClusterApiOrigin(request: object, rewrite: PathRewrite): void {
+  origins.set(request, rewrite);
+}
+
+/**
+ * The rewrite recorded for a validated request, if it came in Cluster API shape.
+ * Used by the render step so kubeadm and renderer errors name the caller's fields.
+ */
+export function clusterApiOrigin(request: object): PathRewrite | undefined {
+  return origins.get(request);
+}
+
+/** Seconds → a Go duration kubeadm reads (`240s`). */
+const seconds = (n: number) => `${n}s`;
+
+/** The CAPI v1beta2 timeout fields and kubeadm v1beta4's names for them. */
+const TIMEOUTS: Record<string, string> = {
+  controlPlaneComponentHealthCheckSeconds: 'controlPlaneComponentHealthCheck',
+  kubeletHealthCheckSeconds: 'kubeletHealthCheck',
+  kubernetesAPICallSeconds: 'kubernetesAPICall',
+  etcdAPICallSeconds: 'etcdAPICall',
+  tlsBootstrapSeconds: 'tlsBootstrap',
+  discoverySeconds: 'discovery',
+};
+
+function child(doc: Doc, key: string): Doc {
+  if (!isObject(doc[key])) doc[key] = {};
+  return doc[key] as Doc;
+}
+
+/** The kubeadm API version the node will get, or undefined when the request's version is not usable (the schema reports it). */
+function targetKubeadm(spec: Doc): KubeadmApiVersion | undefined {
+  if (typeof spec.kubernetesVersion !== 'string' || !/^v?\d+\.\d+\.\d+/.test(spec.kubernetesVersion)) return undefined;
+  try {
+    return selectKubeadmApiVersion(parseKubeVersion(spec.kubernetesVersion));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Fields only one Cluster API version has, for checking a KubeadmConfig against its apiVersion. */
+function versionProblems(spec: KubeadmConfigSpec, apiVersion: ClusterApiVersion, at: string): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  const v1beta1 = apiVersion.endsWith('/v1beta1');
+  const say = (path: string, message: string) => problems.push({ path: `${at}.${path}`, message: `${message} (${apiVersion})` });
+  const argHolders: [string, unknown][] = [
+    ['clusterConfiguration.apiServer.extraArgs', (spec.clusterConfiguration?.apiServer as Doc | undefined)?.extraArgs],
+    ['clusterConfiguration.controllerManager.extraArgs', (spec.clusterConfiguration?.controllerManager as Doc | undefined)?.extraArgs],
+    ['clusterConfiguration.scheduler.extraArgs', (spec.clusterConfiguration?.scheduler as Doc | undefined)?.extraArgs],
+    ['clusterConfiguration.etcd.local.extraArgs', ((spec.clusterConfiguration?.etcd as Doc | undefined)?.local as Doc | undefined)?.extraArgs],
+    ['initConfiguration.nodeRegistration.kubeletExtraArgs', (spec.initConfiguration?.nodeRegistration as Doc | undefined)?.kubeletExtraArgs],
+    ['joinConfiguration.nodeRegistration.kubeletExtraArgs', (spec.joinConfiguration?.nodeRegistration as Doc | undefined)?.kubeletExtraArgs],
+  ];
+  for (const [path, value] of argHolders) {
+    if (v1beta1 && Array.isArray(value)) say(path, 'is a map of flag name to value in v1beta1, not a list');
+    if (!v1beta1 && isObject(value)) say(path, 'is a list of {name, value} in v1beta2, not a map');
+  }
+  if (v1beta1) {
+    if (spec.initConfiguration?.timeouts !== undefined) say('initConfiguration.timeouts', 'is v1beta2; v1beta1 has clusterConfiguration.apiServer.timeoutForControlPlane');
+    if (spec.joinConfiguration?.timeouts !== undefined) say('joinConfiguration.timeouts', 'is v1beta2; v1beta1 has joinConfiguration.discovery.timeout');
+    spec.files?.forEach((f, i) => f.contentFormat !== undefined && say(`files[${i}].contentFormat`, 'is v1beta2 only'));
+  } else {
+    if (spec.useExperimentalRetryJoin !== undefined) say('useExperimentalRetryJoin', 'was removed in v1beta2');
+    if ((spec.clusterConfiguration?.apiServer as Doc | undefined)?.timeoutForControlPlane !== undefined) {
+      say('clusterConfiguration.apiServer.timeoutForControlPlane', 'is v1beta1; v1beta2 has initConfiguration.timeouts.controlPlaneComponentHealthCheckSeconds');
+    }
+    if ((spec.joinConfiguration?.discovery as Doc | undefined)?.timeout !== undefined) say('joinConfiguration.discovery.timeout', 'is v1beta1; v1beta2 has joinConfiguration.timeouts.discoverySeconds');
+  }
+  return problems;
+}
+
+/**
+ * Cluster API's kubeadm configurations in kubeadm's forms for `target`: timeouts,
+ * token TTLs and validity periods converted; the rest passed on as written (kubeadm's
+ * strict types check it when the node is built).
+ */
+function kubeadmConfigurations(spec: KubeadmConfigSpec, role: unknown, target: KubeadmApiVersion | undefined, at: string, problems: FieldProblem[]): Doc {
+  const cluster = structuredClone(spec.clusterConfiguration ?? {});
+  const init = structuredClone(spec.initConfiguration ?? {});
+  const join = structuredClone(spec.joinConfiguration ?? {});
+  const v4 = target === 'kubeadm.k8s.io/v1beta4';
+
+  // v1beta2 timeouts (seconds) → kubeadm durations.
+  for (const [doc, name] of [[init, 'initConfiguration'], [join, 'joinConfiguration']] as const) {
+    const given = doc.timeouts;
+    if (given === undefined) continue;
+    if (!isObject(given)) {
+      problems.push({ path: `${at}.${name}.timeouts`, message: 'must be an object of *Seconds fields' });
+      continue;
+    }
+    const converted: Doc = {};
+    for (const [key, value] of Object.entries(given)) {
+      const path = `${at}.${name}.timeouts.${key}`;
+      const kubeadmName = TIMEOUTS[key];
+      if (kubeadmName === undefined) problems.push({ path, message: `unknown field; Cluster API timeouts are ${Object.keys(TIMEOUTS).join(', ')}` });
+      else if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) problems.push({ path, message: 'must be a whole number of seconds, 0 or more' });
+      else if (v4 || target === undefined) converted[kubeadmName] = seconds(value);
+      else if (kubeadmName === 'controlPlaneComponentHealthCheck' && name === 'initConfiguration') child(cluster, 'apiServer').timeoutForControlPlane = seconds(value);
+      else if (kubeadmName === 'discovery' && name === 'joinConfiguration') child(join, 'discovery').timeout = seconds(value);
+      else if (kubeadmName === 'controlPlaneComponentHealthCheck') {
+        // kubeadm v1beta3 joins read this from the cluster's ClusterConfiguration.
+        if (role !== 'init') problems.push({ path, message: 'kubeadm.k8s.io/v1beta3 (Kubernetes before 1.31) has no join timeout for the control plane; it comes from the cluster (apiServer.timeoutForControlPlane at init)' });
+      } else problems.push({ path, message: `kubeadm.k8s.io/v1beta3 (Kubernetes before 1.31) has no ${kubeadmName} timeout; it needs Kubernetes 1.31 or later (kubeadm.k8s.io/v1beta4)` });
+    }
+    if (Object.keys(converted).length > 0) doc.timeouts = converted;
+    else delete doc.timeouts;
+  }
+
+  if (v4) {
+    // v1beta1 durations → kubeadm v1beta4 timeouts.
+    const apiServer = cluster.apiServer;
+    if (isObject(apiServer) && apiServer.timeoutForControlPlane !== undefined) {
+      const value = apiServer.timeoutForControlPlane;
+      delete apiServer.timeoutForControlPlane;
+      const initTimeouts = child(init, 'timeouts');
+      initTimeouts.controlPlaneComponentHealthCheck ??= value;
+      if (role === 'control-plane') child(join, 'timeouts').controlPlaneComponentHealthCheck ??= value;
+    }
+    const discovery = join.discovery;
+    if (isObject(discovery) && discovery.timeout !== undefined) {
+      child(join, 'timeouts').discovery ??= discovery.timeout;
+      delete discovery.timeout;
+    }
+  }
+
+  // v1beta2 validity periods (days) → kubeadm v1beta4 durations.
+  for (const key of ['certificateValidityPeriodDays', 'caCertificateValidityPeriodDays'] as const) {
+    const days = cluster[key];
+    if (days === undefined) continue;
+    delete cluster[key];
+    const path = `${at}.clusterConfiguration.${key}`;
+    if (typeof days !== 'number' || !Number.isInteger(days) || days < 1) problems.push({ path, message: 'must be a whole number of days, 1 or more' });
+    else if (!v4 && target !== undefined) problems.push({ path, message: 'kubeadm.k8s.io/v1beta3 (Kubernetes before 1.31) cannot set certificate validity; it needs Kubernetes 1.31 or later' });
+    else cluster[key.replace('Days', '')] = `${days * 24}h0m0s`;
+  }
+
+  // v1beta2 bootstrap token TTLs (seconds) → kubeadm durations.
+  if (Array.isArray(init.bootstrapTokens)) {
+    init.bootstrapTokens.forEach((token: unknown, i: number) => {
+      if (!isObject(token) || token.ttlSeconds === undefined) return;
+      const ttl = token.ttlSeconds;
+      delete token.ttlSeconds;
+      if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 0) problems.push({ path: `${at}.initConfiguration.bootstrapTokens[${i}].ttlSeconds`, message: 'must be a whole number of seconds, 0 or more' });
+      else token.ttl = seconds(ttl);
+    });
+  }
+
+  const file = (join.discovery as Doc | undefined)?.file;
+  if (isObject(file) && file.kubeConfig !== undefined) {
+    problems.push({ path: `${at}.joinConfiguration.discovery.file.kubeConfig`, message: 'is generated by Cluster API from the cluster; bootwright joins by bootstrap token (spec.cluster.bootstrapToken) or a kubeconfig file you write with files[] and name in discovery.file.kubeConfigPath' });
+  }
+  if (isObject(join.controlPlane) && role === 'worker') {
+    problems.push({ path: `${at}.joinConfiguration.controlPlane`, message: 'makes this a control-plane join, but spec.role is worker' });
+  }
+  for (const [doc, name] of [[init, 'initConfiguration'], [join, 'joinConfiguration']] as const) {
+    const nodeName = (doc.nodeRegistration as Doc | undefined)?.name;
+    if (typeof nodeName === 'string' && nodeName.includes('{{')) {
+      problems.push({
+        path: `${at}.${name}.nodeRegistration.name`,
+        message: 'holds a template (such as {{ ds.meta_data.local_hostname }}) that only cloud-init Jinja (## template: jinja) would fill in; bootwright writes plain #cloud-config and Ignition, so give the node name in metadata.name instead',
+      });
+    }
+  }
+  if (role === 'worker') {
+    const registration = child(join, 'nodeRegistration');
+    const taints = Array.isArray(registration.taints) ? [...(registration.taints as unknown[])] : [];
+    if (!taints.some((t) => isObject(t) && t.key === NODE_UNINITIALIZED_TAINT.key && t.effect === NODE_UNINITIALIZED_TAINT.effect)) taints.push({ ...NODE_UNINITIALIZED_TAINT });
+    registration.taints = taints;
+  }
+
+  const kubeadm: Doc = {};
+  if (Object.keys(cluster).length > 0) kubeadm.clusterConfiguration = cluster;
+  if (Object.keys(init).length > 0) kubeadm.initConfiguration = init;
+  if (Object.keys(join).length > 0) kubeadm.joinConfiguration = join;
+  if (spec.verbosity !== undefined) kubeadm.verbosity = spec.verbosity;
+  if (spec.useExperimentalRetryJoin !== undefined) kubeadm.useExperimentalRetryJoin = spec.useExperimentalRetryJoin;
+  return kubeadm;
+}
+
+/** Cluster API's provisioning fields as `spec.provisioning`: Secret references refused, templates executed. */
+function provisioning(spec: KubeadmConfigSpec, request: Doc, at: string, problems: FieldProblem[]): Doc {
+  const out: Doc = {};
+  const version = (request.cluster as Doc | undefined)?.controlPlaneVersion ?? request.kubernetesVersion;
+  const controlPlaneVersion = typeof version === 'string' ? (version.startsWith('v') ? version : `v${version}`) : '';
+  if (spec.files) {
+    out.files = spec.files.map((f, i) => {
+      const { contentFrom, contentFormat, ...file } = f;
+      const path = `${at}.files[${i}]`;
+      if (contentFrom) {
+        problems.push({ path: `${path}.contentFrom`, message: 'refers to a Secret, which bootwright cannot read: put the value in content (with encoding: base64 for binary data)' });
+      }
+      if (contentFormat === 'Template') {
+        if (file.encoding !== undefined || typeof file.content !== 'string') problems.push({ path: `${path}.contentFormat`, message: 'Template applies to plain-text content; remove encoding' });
+        else file.content = executeTemplate(file.content, { controlPlane: { version: controlPlaneVersion } }, `${path}.content`, problems);
+      }
+      return { ...file, content: file.content ?? '' };
+    });
+  }
+  if (spec.users) {
+    out.users = spec.users.map((u, i) => {
+      const { passwdFrom, ...user } = u;
+      if (passwdFrom) problems.push({ path: `${at}.users[${i}].passwdFrom`, message: 'refers to a Secret, which bootwright cannot read: put the password hash in passwd' });
+      return user;
+    });
+  }
+  for (const key of ['diskSetup', 'mounts', 'bootCommands', 'preKubeadmCommands', 'postKubeadmCommands', 'ntp', 'ignition'] as const) {
+    if (spec[key] !== undefined) out[key] = structuredClone(spec[key]);
+  }
+  return out;
+}
+
+/**
+ * Rewrite a request in Cluster API shape into a NodeBootstrap value (not yet
+ * validated: the NodeBootstrap schema and checks run on the result).
+ *
+ * @param value the parsed request, for which {@link isClusterApiRequest} holds
+ * @returns the rewritten request and the path rewrite for its problems
+ * @throws RequestError (422) naming the caller's fields for anything that cannot be
+ *   rewritten: Cluster API schema errors, both shapes given, Secret references,
+ *   template errors, values the target kubeadm version cannot hold
+ */
+export function fromClusterApi(value: Doc & { spec: Doc }): { request: Doc; rewrite: PathRewrite } {
+  const { kubeadmConfigSpec, kubeadmConfig, ...rest } = value.spec;
+  const problems: FieldProblem[] = [];
+  for (const key of ['kubeadm', 'provisioning'] as const) {
+    if (key in rest) problems.push({ path: `spec.${key}`, message: `give either spec.${kubeadmConfig !== undefined ? 'kubeadmConfig' : 'kubeadmConfigSpec'} (Cluster API) or spec.kubeadm and spec.provisioning, not both` });
+  }
+  if (kubeadmConfigSpec !== undefined && kubeadmConfig !== undefined) problems.push({ path: 'spec.kubeadmConfig', message: 'give either spec.kubeadmConfigSpec or spec.kubeadmConfig, not both' });
+  if (problems.length > 0) throw new RequestError(problems);
+
+  let spec: KubeadmConfigSpec;
+  let at: string;
+  if (kubeadmConfig !== undefined) {
+    const parsed = kubeadmConfigObjectSchema.safeParse(kubeadmConfig);
+    if (!parsed.success) throw new RequestError(zodProblems(parsed.error, 'spec.kubeadmConfig'));
+    const object = parsed.data;
+    [spec, at] = object.kind === 'KubeadmConfig' ? [object.spec, 'spec.kubeadmConfig.spec'] : [object.spec.template.spec, 'spec.kubeadmConfig.spec.template.spec'];
+    problems.push(...versionProblems(spec, object.apiVersion, at));
+  } else {
+    const parsed = kubeadmConfigSpecSchema.safeParse(kubeadmConfigSpec);
+    if (!parsed.success) throw new RequestError(zodProblems(parsed.error, 'spec.kubeadmConfigSpec'));
+    [spec, at] = [parsed.data, 'spec.kubeadmConfigSpec'];
+  }
+
+  const kubeadm = kubeadmConfigurations(spec, rest.role, targetKubeadm(rest), at, problems);
+  const prov = provisioning(spec, rest, at, problems);
+  const output = isObject(rest.output) ? { ...rest.output } : {};
+  if (spec.format !== undefined) {
+    if (output.format !== undefined && output.format !== spec.format) problems.push({ path: `${at}.format`, message: `says ${spec.format} but spec.output.format says ${String(output.format)}; give one` });
+    output.format = spec.format;
+  }
+  if (problems.length > 0) throw new RequestError(problems);
+
+  const request: Doc = {
+    ...value,
+    spec: {
+      ...rest,
+      ...(Object.keys(kubeadm).length > 0 ? { kubeadm } : {}),
+      ...(Object.keys(prov).length > 0 ? { provisioning: prov } : {}),
+      ...(Object.keys(output).length > 0 ? { output } : {}),
+    },
+  };
+  const rewrite: PathRewrite = [
+    ['spec.provisioning.ignition', `${at}.ignition`],
+    ['spec.provisioning', at],
+    ['spec.kubeadm', at],
+    ...(spec.format !== undefined ? ([['spec.output.format', `${at}.format`]] as const) : []),
+  ];
+  return { request, rewrite };
+}

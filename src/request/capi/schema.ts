@@ -1,0 +1,89 @@
+/**
+ * Cluster API input (DESIGN §2): a `bootstrap.cluster.x-k8s.io` KubeadmConfigSpec, in
+ * the shapes of API versions v1beta1 and v1beta2, and the KubeadmConfig and
+ * KubeadmConfigTemplate objects that carry one (Cluster API
+ * `api/bootstrap/kubeadm/{v1beta1,v1beta2}/kubeadmconfig_types.go`).
+ *
+ * The provisioning fields (files, users, diskSetup, mounts, ntp, commands) are the
+ * NodeBootstrap's own (`spec.provisioning` already uses Cluster API's names) plus what
+ * only Cluster API has: `contentFrom`, `contentFormat`, `passwdFrom`. The kubeadm
+ * configurations stay open objects here: they are checked field by field against
+ * kubeadm's strict types for the target kubeadm version when the node is built.
+ */
+import { z } from 'zod';
+import { fileSchema, filesystemSchema, partitionSchema, userSchema } from '../schema.js';
+
+/** The two Cluster API versions of the bootstrap group that bootwright reads. */
+export const CLUSTER_API_VERSIONS = ['bootstrap.cluster.x-k8s.io/v1beta1', 'bootstrap.cluster.x-k8s.io/v1beta2'] as const;
+export type ClusterApiVersion = (typeof CLUSTER_API_VERSIONS)[number];
+
+const looseObject = z.record(z.string(), z.unknown());
+
+/** A reference to a key of a Secret (`contentFrom.secret`, `passwdFrom.secret`). */
+const secretKeyRef = z.strictObject({ secret: z.strictObject({ name: z.string().min(1), key: z.string().min(1) }) });
+
+/** `files[]`: a NodeBootstrap file plus `contentFrom` and v1beta2's `contentFormat`. */
+const capiFile = fileSchema.extend({
+  content: z.union([z.string(), z.instanceof(Uint8Array)]).optional(),
+  contentFrom: secretKeyRef.optional(),
+  contentFormat: z.enum(['Template']).optional(),
+});
+
+/** `users[]`: a NodeBootstrap user plus `passwdFrom`. */
+const capiUser = userSchema.extend({ passwdFrom: secretKeyRef.optional() });
+
+/** Cluster API's `ignition` block (`containerLinuxConfig.additionalConfig`, `strict`). */
+const capiIgnition = z.strictObject({
+  containerLinuxConfig: z.strictObject({ additionalConfig: z.string().optional(), strict: z.boolean().optional() }).optional(),
+});
+
+/** A Cluster API KubeadmConfigSpec (v1beta1 or v1beta2 shapes). */
+export const kubeadmConfigSpecSchema = z
+  .strictObject({
+    clusterConfiguration: looseObject.optional(),
+    initConfiguration: looseObject.optional(),
+    joinConfiguration: looseObject.optional(),
+    files: z.array(capiFile).optional(),
+    diskSetup: z.strictObject({ partitions: z.array(partitionSchema).optional(), filesystems: z.array(filesystemSchema).optional() }).optional(),
+    mounts: z.array(z.array(z.string()).min(2).max(6)).optional(),
+    bootCommands: z.array(z.string()).optional(),
+    preKubeadmCommands: z.array(z.string()).optional(),
+    postKubeadmCommands: z.array(z.string()).optional(),
+    users: z.array(capiUser).optional(),
+    ntp: z.strictObject({ enabled: z.boolean().optional(), servers: z.array(z.string().min(1)).optional() }).optional(),
+    format: z.enum(['cloud-config', 'ignition']).optional(),
+    verbosity: z.int().min(0).max(10).optional(),
+    /** v1beta1 only. */
+    useExperimentalRetryJoin: z.boolean().optional(),
+    ignition: capiIgnition.optional(),
+  })
+  .meta({
+    id: 'KubeadmConfigSpec',
+    description:
+      'A Cluster API KubeadmConfigSpec (bootstrap.cluster.x-k8s.io v1beta1 or v1beta2 shapes). ' +
+      'clusterConfiguration/initConfiguration/joinConfiguration are checked against kubeadm for the target version.',
+  });
+export type KubeadmConfigSpec = z.infer<typeof kubeadmConfigSpecSchema>;
+
+/** Object metadata as Kubernetes writes it; read for nothing, so left open. */
+const objectMeta = looseObject.optional();
+
+/** A `KubeadmConfig` or `KubeadmConfigTemplate` object, as `kubectl get -o yaml` prints it (status ignored). */
+export const kubeadmConfigObjectSchema = z
+  .discriminatedUnion('kind', [
+    z.strictObject({
+      apiVersion: z.enum(CLUSTER_API_VERSIONS),
+      kind: z.literal('KubeadmConfig'),
+      metadata: objectMeta,
+      spec: kubeadmConfigSpecSchema,
+      status: looseObject.optional(),
+    }),
+    z.strictObject({
+      apiVersion: z.enum(CLUSTER_API_VERSIONS),
+      kind: z.literal('KubeadmConfigTemplate'),
+      metadata: objectMeta,
+      spec: z.strictObject({ template: z.strictObject({ metadata: objectMeta, spec: kubeadmConfigSpecSchema }) }),
+    }),
+  ])
+  .meta({ id: 'KubeadmConfig', description: 'A Cluster API KubeadmConfig or KubeadmConfigTemplate (v1beta1 or v1beta2)' });
+export type KubeadmConfigObject = z.infer<typeof kubeadmConfigObjectSchema>;

@@ -1,0 +1,217 @@
+/**
+ * Cluster API input (`spec.kubeadmConfigSpec`, `spec.kubeadmConfig`): v1beta1 and
+ * v1beta2 shapes map onto the same node, CABPK's additions (the uninitialized taint,
+ * retry join, templates) are made, and what cannot be honoured is an error naming the
+ * caller's own field.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { load } from 'js-yaml';
+import { RequestError } from '../../../src/errors.js';
+import { renderNodeBootstrap } from '../../../src/render.js';
+import { validateNodeBootstrap } from '../../../src/request/parse.js';
+import { cloudConfigFiles, ignitionFiles } from '../../support/decode.js';
+import { capiRequest, controlPlaneSpec, workerTemplate } from '../../support/capi.js';
+import { worker } from '../../support/requests.js';
+
+type Doc = Record<string, unknown>;
+
+/** The kubeadm documents a cloud-config render writes. */
+function kubeadmDocs(body: string): Doc[] {
+  const files = cloudConfigFiles(body);
+  const text = [...files].find(([path]) => path.startsWith('/run/kubeadm/'))![1].toString('utf8');
+  return text.split(/^---\n/m).filter((d) => d.trim()).map((d) => load(d) as Doc);
+}
+
+function docOf(body: string, kind: string): Doc {
+  return kubeadmDocs(body).find((d) => d.kind === kind)!;
+}
+
+function problemsOf(fn: () => unknown): { path: string; message: string }[] {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof RequestError) return e.problems;
+    throw e;
+  }
+  assert.fail('expected a RequestError');
+}
+
+const render = (req: unknown, format: 'cloud-config' | 'ignition' = 'cloud-config') => renderNodeBootstrap(validateNodeBootstrap(req), { format });
+
+describe('Cluster API input', () => {
+  it('v1beta1 and v1beta2 shapes of the quick start give byte-identical nodes for every role', () => {
+    for (const role of ['init', 'control-plane', 'worker'] as const) {
+      for (const format of ['cloud-config', 'ignition'] as const) {
+        assert.equal(render(capiRequest(role, 'v1beta1'), format).body, render(capiRequest(role, 'v1beta2'), format).body, `${role} ${format}`);
+      }
+    }
+  });
+
+  it('is the same node as the NodeBootstrap written natively (plus the worker taint)', () => {
+    const native = worker({
+      kubeadm: { joinConfiguration: { nodeRegistration: { kubeletExtraArgs: { 'eviction-hard': 'x' }, taints: [{ key: 'node.cluster.x-k8s.io/uninitialized', effect: 'NoSchedule' }] } } },
+      provisioning: { preKubeadmCommands: ['true'], files: [{ path: '/etc/a', content: 'a\n' }] },
+    });
+    const capi = worker({ kubeadmConfigSpec: { joinConfiguration: { nodeRegistration: { kubeletExtraArgs: [{ name: 'eviction-hard', value: 'x' }] } }, preKubeadmCommands: ['true'], files: [{ path: '/etc/a', content: 'a\n' }] } });
+    assert.equal(render(capi).body, render(native).body);
+    assert.equal(render(capi, 'ignition').body, render(native, 'ignition').body);
+  });
+
+  it('adds node.cluster.x-k8s.io/uninitialized:NoSchedule to workers only, once, after the given taints', () => {
+    const taints = (req: unknown) => ((docOf(render(req).body, 'JoinConfiguration').nodeRegistration as Doc | undefined)?.taints);
+    assert.deepEqual(taints(capiRequest('worker', 'v1beta2')), [{ key: 'node.cluster.x-k8s.io/uninitialized', effect: 'NoSchedule' }]);
+    const given = worker({ kubeadmConfigSpec: { joinConfiguration: { nodeRegistration: { taints: [{ key: 'gpu', value: 'true', effect: 'NoSchedule' }, { key: 'node.cluster.x-k8s.io/uninitialized', effect: 'NoSchedule' }] } } } });
+    assert.deepEqual(taints(given), [{ key: 'gpu', value: 'true', effect: 'NoSchedule' }, { key: 'node.cluster.x-k8s.io/uninitialized', effect: 'NoSchedule' }]);
+    // Control-plane joins keep kubeadm's default (control-plane) taint: no taints field at all.
+    assert.equal(taints(capiRequest('control-plane', 'v1beta2')), undefined);
+    // A NodeBootstrap written natively does not come from Cluster API: no taint.
+    assert.equal(taints(worker()), undefined);
+  });
+
+  it('maps v1beta2 timeouts, token TTLs and validity periods to kubeadm v1beta4, and v1beta1 durations too', () => {
+    const init = capiRequest('init', 'v1beta2');
+    Object.assign(init.spec.kubeadmConfigSpec as Doc, {
+      clusterConfiguration: { certificateValidityPeriodDays: 365, caCertificateValidityPeriodDays: 3650 },
+      initConfiguration: { timeouts: { controlPlaneComponentHealthCheckSeconds: 300, kubeletHealthCheckSeconds: 60 }, bootstrapTokens: [{ token: 'wofy6e.c8kcvmvpmii021pm', ttlSeconds: 3600 }] },
+    });
+    const body = render(init).body;
+    assert.equal(docOf(body, 'ClusterConfiguration').certificateValidityPeriod, '8760h0m0s');
+    assert.equal(docOf(body, 'ClusterConfiguration').caCertificateValidityPeriod, '87600h0m0s');
+    assert.deepEqual(docOf(body, 'InitConfiguration').timeouts, { controlPlaneComponentHealthCheck: '300s', kubeletHealthCheck: '60s' });
+    assert.deepEqual(docOf(body, 'InitConfiguration').bootstrapTokens, [{ token: 'wofy6e.c8kcvmvpmii021pm', ttl: '3600s' }]);
+
+    const v1 = capiRequest('control-plane', 'v1beta1');
+    Object.assign(v1.spec.kubeadmConfigSpec as Doc, { clusterConfiguration: { apiServer: { timeoutForControlPlane: '20m0s' } }, joinConfiguration: { discovery: { timeout: '10m0s' } } });
+    assert.deepEqual(docOf(render(v1).body, 'JoinConfiguration').timeouts, { controlPlaneComponentHealthCheck: '20m0s', discovery: '10m0s' });
+  });
+
+  it('maps timeouts to kubeadm v1beta3 where it has them, and names the ones it has not', () => {
+    const init = capiRequest('init', 'v1beta2');
+    init.spec.kubernetesVersion = 'v1.30.14';
+    (init.spec.kubeadmConfigSpec as Doc).initConfiguration = { timeouts: { controlPlaneComponentHealthCheckSeconds: 300 } };
+    assert.deepEqual(docOf(render(init).body, 'ClusterConfiguration').apiServer, { certSANs: ['localhost', '127.0.0.1', '0.0.0.0', 'host.docker.internal'], timeoutForControlPlane: '300s' });
+
+    const join = worker({ kubernetesVersion: 'v1.30.14', kubeadmConfigSpec: { joinConfiguration: { timeouts: { discoverySeconds: 600, tlsBootstrapSeconds: 30 } } } });
+    assert.deepEqual(problemsOf(() => validateNodeBootstrap(join)), [
+      { path: 'spec.kubeadmConfigSpec.joinConfiguration.timeouts.tlsBootstrapSeconds', message: 'kubeadm.k8s.io/v1beta3 (Kubernetes before 1.31) has no tlsBootstrap timeout; it needs Kubernetes 1.31 or later (kubeadm.k8s.io/v1beta4)' },
+    ]);
+    const ok = worker({ kubernetesVersion: 'v1.30.14', kubeadmConfigSpec: { joinConfiguration: { timeouts: { discoverySeconds: 600 } } } });
+    assert.deepEqual(docOf(render(ok).body, 'JoinConfiguration').discovery, {
+      bootstrapToken: { token: 'abcdef.0123456789abcdef', apiServerEndpoint: 'api.prod.example.com:6443', caCertHashes: [`sha256:${'a'.repeat(64)}`] },
+      timeout: '600s',
+    });
+  });
+
+  it('honours v1beta1 useExperimentalRetryJoin: 5 attempts with a reset between, and the sentinel only on success', () => {
+    const req = worker({ kubeadmConfigSpec: { useExperimentalRetryJoin: true } });
+    const runcmd = (load(render(req).body) as { runcmd: string[] }).runcmd;
+    assert.deepEqual(runcmd, [
+      '(n=0; until kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml; do n=$((n+1)); [ "$n" -ge 5 ] && exit 1; kubeadm reset --force; sleep 15; done) && echo success > /run/cluster-api/bootstrap-success.complete',
+    ]);
+    const script = ignitionFiles(JSON.parse(render(req, 'ignition').body)).get('/etc/kubeadm/bootstrap.sh')!.toString('utf8');
+    assert.match(script, /^\(n=0; until kubeadm join --config \/etc\/kubeadm\/kubeadm-join-config.yaml; do .*; done\) && echo success > \/run\/cluster-api\/bootstrap-success.complete$/m);
+    // init ignores it, as CABPK does (there is nothing to join).
+    const init = capiRequest('init', 'v1beta1');
+    (init.spec.kubeadmConfigSpec as Doc).useExperimentalRetryJoin = true;
+    assert.match((load(render(init).body) as { runcmd: string[] }).runcmd.find((c) => c.includes('kubeadm'))!, /^kubeadm init --config/);
+  });
+
+  it('executes contentFormat: Template with the control plane version and leaves raw {{ }} untouched', () => {
+    const files = [
+      { path: '/usr/local/bin/fetch-kubeadm.sh', permissions: '0755', contentFormat: 'Template', content: 'curl -fLo /usr/bin/kubeadm https://dl.k8s.io/release/{{ .controlPlane.version }}/bin/linux/amd64/kubeadm\n' },
+      { path: '/etc/raw.tmpl', content: 'kept: {{ .controlPlane.version }}\n' },
+    ];
+    const req = worker({ kubernetesVersion: 'v1.32.4', cluster: { ...(worker().spec as Doc).cluster as Doc, controlPlaneVersion: '1.33.2' }, kubeadmConfigSpec: { files } });
+    for (const format of ['cloud-config', 'ignition'] as const) {
+      const body = render(req, format).body;
+      const got = format === 'cloud-config' ? cloudConfigFiles(body) : ignitionFiles(JSON.parse(body));
+      assert.equal(got.get('/usr/local/bin/fetch-kubeadm.sh')!.toString(), 'curl -fLo /usr/bin/kubeadm https://dl.k8s.io/release/v1.33.2/bin/linux/amd64/kubeadm\n');
+      assert.equal(got.get('/etc/raw.tmpl')!.toString(), 'kept: {{ .controlPlane.version }}\n');
+    }
+    // Without controlPlaneVersion the node's own version is used.
+    const own = worker({ kubeadmConfigSpec: { files: [files[0]] } });
+    assert.match(cloudConfigFiles(render(own).body).get('/usr/local/bin/fetch-kubeadm.sh')!.toString(), /release\/v1\.33\.2\//);
+  });
+
+  it('refuses Secret references (contentFrom, passwdFrom), saying to inline the value', () => {
+    const req = worker({
+      kubeadmConfigSpec: {
+        files: [{ path: '/etc/x', contentFrom: { secret: { name: 's', key: 'k' } } }],
+        users: [{ name: 'ops', passwdFrom: { secret: { name: 's', key: 'p' } } }],
+      },
+    });
+    assert.deepEqual(problemsOf(() => validateNodeBootstrap(req)), [
+      { path: 'spec.kubeadmConfigSpec.files[0].contentFrom', message: 'refers to a Secret, which bootwright cannot read: put the value in content (with encoding: base64 for binary data)' },
+      { path: 'spec.kubeadmConfigSpec.users[0].passwdFrom', message: 'refers to a Secret, which bootwright cannot read: put the password hash in passwd' },
+    ]);
+  });
+
+  it('names the Cluster API field in errors found after the rewrite, at validation and at render', () => {
+    // A schema error (file path), a cross-field check (duplicate path), a kubeadm field unknown to v1beta4.
+    const bad = worker({ kubeadmConfigSpec: { files: [{ path: 'relative', content: 'x' }] } });
+    assert.deepEqual(problemsOf(() => validateNodeBootstrap(bad)), [{ path: 'spec.kubeadmConfigSpec.files[0].path', message: 'must be absolute (start with /)' }]);
+    const dup = worker({ kubeadmConfigSpec: { files: [{ path: '/etc/a', content: 'x' }, { path: '/etc/a', content: 'y' }] } });
+    assert.deepEqual(problemsOf(() => validateNodeBootstrap(dup)), [{ path: 'spec.kubeadmConfigSpec.files[1].path', message: 'duplicates spec.kubeadmConfigSpec.files[0].path' }]);
+    const unknown = worker({ kubeadmConfig: { ...workerTemplate('v1beta2'), spec: { template: { spec: { joinConfiguration: { nodeRegistration: { kubeletExtraArgz: [] } } } } } } });
+    assert.deepEqual(problemsOf(() => render(unknown)), [
+      { path: 'spec.kubeadmConfig.spec.template.spec.joinConfiguration.nodeRegistration.kubeletExtraArgz', message: 'unknown field in kubeadm.k8s.io/v1beta4 JoinConfiguration' },
+    ]);
+    const cluster = worker({ kubeadmConfigSpec: { unknownTopLevel: true } });
+    assert.deepEqual(problemsOf(() => validateNodeBootstrap(cluster)), [{ path: 'spec.kubeadmConfigSpec.unknownTopLevel', message: 'unknown field' }]);
+  });
+
+  it('checks a KubeadmConfig against its apiVersion', () => {
+    const v1 = workerTemplate('v1beta1');
+    const spec = (v1.spec as { template: { spec: Doc } }).template.spec;
+    spec.joinConfiguration = { nodeRegistration: { kubeletExtraArgs: [{ name: 'a', value: 'b' }] }, timeouts: { discoverySeconds: 5 } };
+    assert.deepEqual(problemsOf(() => validateNodeBootstrap(worker({ kubeadmConfig: v1 }))), [
+      { path: 'spec.kubeadmConfig.spec.template.spec.joinConfiguration.nodeRegistration.kubeletExtraArgs', message: 'is a map of flag name to value in v1beta1, not a list (bootstrap.cluster.x-k8s.io/v1beta1)' },
+      { path: 'spec.kubeadmConfig.spec.template.spec.joinConfiguration.timeouts', message: 'is v1beta2; v1beta1 has joinConfiguration.discovery.timeout (bootstrap.cluster.x-k8s.io/v1beta1)' },
+    ]);
+    const v2 = { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2', kind: 'KubeadmConfig', metadata: { name: 'm' }, spec: { useExperimentalRetryJoin: true }, status: { dataSecretName: 'x' } };
+    assert.deepEqual(problemsOf(() => validateNodeBootstrap(worker({ kubeadmConfig: v2 }))), [
+      { path: 'spec.kubeadmConfig.spec.useExperimentalRetryJoin', message: 'was removed in v1beta2 (bootstrap.cluster.x-k8s.io/v1beta2)' },
+    ]);
+    assert.deepEqual(problemsOf(() => validateNodeBootstrap(worker({ kubeadmConfig: { ...v2, apiVersion: 'bootstrap.cluster.x-k8s.io/v1alpha4' } }))).map((p) => p.path), ['spec.kubeadmConfig.apiVersion']);
+  });
+
+  it('refuses what it cannot honour, each at its own field', () => {
+    const cases: [Doc, string, RegExp][] = [
+      [{ kubeadmConfigSpec: {}, provisioning: {} }, 'spec.provisioning', /not both/],
+      [{ kubeadmConfigSpec: {}, kubeadmConfig: workerTemplate('v1beta2') }, 'spec.kubeadmConfig', /not both/],
+      [{ kubeadmConfigSpec: { joinConfiguration: { controlPlane: {} } } }, 'spec.kubeadmConfigSpec.joinConfiguration.controlPlane', /spec.role is worker/],
+      [{ kubeadmConfigSpec: { joinConfiguration: { nodeRegistration: { name: '{{ ds.meta_data.local_hostname }}' } } } }, 'spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.name', /cloud-init Jinja/],
+      [{ kubeadmConfigSpec: { joinConfiguration: { discovery: { file: { kubeConfig: { cluster: {} } } } } } }, 'spec.kubeadmConfigSpec.joinConfiguration.discovery.file.kubeConfig', /bootstrap token/],
+      [{ kubeadmConfigSpec: { format: 'ignition' }, output: { format: 'cloud-config' } }, 'spec.kubeadmConfigSpec.format', /give one/],
+      [{ kubeadmConfigSpec: { files: [{ path: '/etc/t', encoding: 'base64', content: 'eA==', contentFormat: 'Template' }] } }, 'spec.kubeadmConfigSpec.files[0].contentFormat', /plain-text/],
+    ];
+    for (const [spec, path, message] of cases) {
+      const problems = problemsOf(() => validateNodeBootstrap(worker(spec)));
+      assert.equal(problems[0]?.path, path, JSON.stringify(problems));
+      assert.match(problems[0]!.message, message);
+    }
+  });
+
+  it('takes format as spec.output.format (negotiation still wins)', () => {
+    const req = worker({ kubeadmConfigSpec: { format: 'ignition' } });
+    assert.equal(renderNodeBootstrap(validateNodeBootstrap(req)).format, 'ignition');
+    assert.equal(renderNodeBootstrap(validateNodeBootstrap(req), { format: 'cloud-config' }).format, 'cloud-config');
+  });
+
+  it('keeps explicit false and pointer fields as given (v1beta1 *bool)', () => {
+    const spec = controlPlaneSpec('v1beta1');
+    Object.assign(spec, {
+      users: [{ name: 'ops', lockPassword: false, inactive: false }],
+      ntp: { enabled: false },
+      diskSetup: { partitions: [{ device: '/dev/sdb', layout: true, overwrite: false, tableType: 'gpt' }], filesystems: [{ device: '/dev/sdb', filesystem: 'ext4', label: 'data', partition: '1', overwrite: false }] },
+    });
+    const req = capiRequest('init', 'v1beta1');
+    req.spec.kubeadmConfigSpec = spec;
+    const doc = load(render(req).body) as Doc;
+    assert.deepEqual(doc.users, [{ name: 'ops', lock_passwd: false }]);
+    assert.deepEqual(doc.ntp, { enabled: false });
+    assert.deepEqual(doc.disk_setup, { '/dev/sdb': { table_type: 'gpt', layout: true, overwrite: false } });
+    assert.deepEqual(doc.fs_setup, [{ label: 'data', filesystem: 'ext4', device: '/dev/sdb.1', overwrite: false }]);
+  });
+});
