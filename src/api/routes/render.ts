@@ -5,7 +5,7 @@
 import { type FastifyPluginCallbackZod, validatorCompiler } from 'fastify-type-provider-zod';
 import { type ZodType, z } from 'zod';
 import { parseNodeBootstrap } from '../../request/parse.js';
-import { nodeBootstrapSchema } from '../../request/schema.js';
+import { nodeBootstrapInputSchema } from '../../request/capi/schema.js';
 import { type RawBody, registerBodyParsers } from '../body.js';
 import { deliveryHeaders, deliveryQuery, deliveryResponses, sendBootstrapData } from '../deliver.js';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
@@ -14,7 +14,10 @@ import type { ServiceContext } from '../server.js';
 export { envelopeSchema, noneMatch, strongEtag } from '../deliver.js';
 
 /** The request body as a named OpenAPI component (`NodeBootstrapInput`), documented once for both media types. */
-const nodeBootstrapBody = nodeBootstrapSchema.meta({ id: 'NodeBootstrap', description: 'A node bootstrap request (YAML or JSON)' });
+const nodeBootstrapBody = nodeBootstrapInputSchema.meta({
+  id: 'NodeBootstrap',
+  description: 'A node bootstrap request (YAML or JSON); spec.kubeadmConfigSpec or spec.kubeadmConfig take Cluster API input in place of spec.kubeadm and spec.provisioning',
+});
 
 const problemContent = { content: { [PROBLEM_MEDIA_TYPE]: { schema: problemSchema } } };
 

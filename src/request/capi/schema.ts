@@ -11,7 +11,7 @@
  * kubeadm's strict types for the target kubeadm version when the node is built.
  */
 import { z } from 'zod';
-import { fileSchema, filesystemSchema, partitionSchema, userSchema } from '../schema.js';
+import { fileSchema, filesystemSchema, nodeBootstrapSchema, partitionSchema, userSchema } from '../schema.js';
 
 /** The two Cluster API versions of the bootstrap group that bootwright reads. */
 export const CLUSTER_API_VERSIONS = ['bootstrap.cluster.x-k8s.io/v1beta1', 'bootstrap.cluster.x-k8s.io/v1beta2'] as const;
@@ -87,3 +87,19 @@ export const kubeadmConfigObjectSchema = z
   ])
   .meta({ id: 'KubeadmConfig', description: 'A Cluster API KubeadmConfig or KubeadmConfigTemplate (v1beta1 or v1beta2)' });
 export type KubeadmConfigObject = z.infer<typeof kubeadmConfigObjectSchema>;
+
+/**
+ * The NodeBootstrap as callers may send it (the OpenAPI request body): the native
+ * request, or one whose spec carries Cluster API input (`kubeadmConfigSpec` or
+ * `kubeadmConfig`) in place of `kubeadm` and `provisioning`.
+ */
+export const nodeBootstrapInputSchema = nodeBootstrapSchema.extend({
+  spec: nodeBootstrapSchema.shape.spec.extend({
+    kubeadmConfigSpec: kubeadmConfigSpecSchema.optional().meta({
+      description: 'Cluster API KubeadmConfigSpec (e.g. a KubeadmControlPlane spec.kubeadmConfigSpec), in place of kubeadm and provisioning',
+    }),
+    kubeadmConfig: kubeadmConfigObjectSchema.optional().meta({
+      description: 'A whole Cluster API KubeadmConfig or KubeadmConfigTemplate object, in place of kubeadm and provisioning',
+    }),
+  }),
+});
