@@ -2,7 +2,8 @@
 /**
  * bootwright's command line.
  *
- *   bootwright render -f FILE [--format cloud-config|ignition] [--ignition-version X.Y.Z] [-o OUT]
+ *   bootwright render -f FILE [--format cloud-config|ignition] [--ignition-version X.Y.Z]
+ *                     [--platform aws|azure|gcp|openstack|vsphere] [-o OUT]
  *   bootwright validate -f FILE
  *   bootwright serve
  *
@@ -18,11 +19,12 @@ import { loadConfig } from './config.js';
 import { RequestError } from './errors.js';
 import { renderNodeBootstrap } from './render.js';
 import { parseNodeBootstrap, syntaxForFile } from './request/parse.js';
-import { OUTPUT_FORMATS, type NodeBootstrap, type OutputFormat } from './request/schema.js';
+import { OUTPUT_FORMATS, PLATFORMS, type NodeBootstrap, type OutputFormat, type Platform } from './request/schema.js';
 
 const USAGE = `usage:
   bootwright serve                      (configured by BOOTWRIGHT_* variables or BOOTWRIGHT_CONFIG)
-  bootwright render -f FILE [--format cloud-config|ignition] [--ignition-version X.Y.Z] [-o OUT]
+  bootwright render -f FILE [--format cloud-config|ignition] [--ignition-version X.Y.Z]
+                    [--platform aws|azure|gcp|openstack|vsphere] [-o OUT]
   bootwright validate -f FILE
 FILE may be - for standard input (YAML or JSON).`;
 
@@ -41,7 +43,7 @@ function readRequest(file: string | undefined): NodeBootstrap {
 }
 
 /** Write OUT atomically: a sibling temporary file renamed over it, so no half-written file is left. */
-function writeAtomically(path: string, body: string): void {
+function writeAtomically(path: string, body: string | Uint8Array): void {
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   try {
     writeFileSync(tmp, body, { mode: 0o600 });
@@ -81,6 +83,7 @@ export function main(argv: string[], out: NodeJS.WritableStream = process.stdout
         file: { type: 'string', short: 'f' },
         format: { type: 'string' },
         'ignition-version': { type: 'string' },
+        platform: { type: 'string' },
         output: { type: 'string', short: 'o' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -100,17 +103,22 @@ export function main(argv: string[], out: NodeJS.WritableStream = process.stdout
     if (values.format !== undefined && !(OUTPUT_FORMATS as readonly string[]).includes(values.format)) {
       throw new RequestError([{ path: '--format', message: `must be one of ${OUTPUT_FORMATS.join(', ')}` }]);
     }
+    if (values.platform !== undefined && !(PLATFORMS as readonly string[]).includes(values.platform)) {
+      throw new RequestError([{ path: '--platform', message: `must be one of ${PLATFORMS.join(', ')}` }]);
+    }
     const req = readRequest(values.file);
     const result = renderNodeBootstrap(req, {
       ...(values.format ? { format: values.format as OutputFormat } : {}),
       ...(values['ignition-version'] ? { ignitionVersion: values['ignition-version'], ignitionVersionField: '--ignition-version' } : {}),
+      ...(values.platform ? { platform: values.platform as Platform, platformField: '--platform' } : {}),
     });
     if (values['ignition-version'] && result.format !== 'ignition') {
       throw new RequestError([{ path: '--ignition-version', message: 'applies only to --format ignition' }]);
     }
     for (const w of result.warnings) err.write(`warning: ${w}\n`);
-    if (values.output) writeAtomically(values.output, result.body);
-    else out.write(result.body);
+    const payload = result.gzip ?? result.body;
+    if (values.output) writeAtomically(values.output, payload);
+    else out.write(payload);
     return 0;
   } catch (e) {
     if (e instanceof RequestError) {

@@ -11,10 +11,14 @@ import { renderIgnition } from './provision/ignition/render.js';
 import { highestSpecAtMost, type IgnitionSpecVersion } from './provision/ignition/versions.js';
 import { buildPlan } from './provision/plan/build.js';
 import { clusterApiOrigin, rewriteProblems } from './request/capi/convert.js';
-import type { NodeBootstrap, OutputFormat } from './request/schema.js';
+import type { NodeBootstrap, OutputFormat, Platform } from './request/schema.js';
+import { fitUserData } from './platform.js';
 
 /** The media type of Ignition configs (Ignition's own `Accept` names it). */
 export const IGNITION_MEDIA_TYPE = 'application/vnd.coreos.ignition+json';
+
+/** The media type of a payload delivered gzip-compressed whole (RFC 6713). */
+export const GZIP_MEDIA_TYPE = 'application/gzip';
 
 /** What the caller asks of a render beyond the request itself (negotiation wins over `spec.output`). */
 export interface RenderOptions {
@@ -26,18 +30,33 @@ export interface RenderOptions {
   ignitionVersion?: string;
   /** Name of the field or flag `ignitionVersion` came from, for errors (default `spec.output.ignitionVersion`). */
   ignitionVersionField?: string;
+  /**
+   * The platform whose user data limit applies ({@link fitUserData}); absent:
+   * `spec.output.platform`; `null`: none (e.g. for the target of a pointer config).
+   */
+  platform?: Platform | null;
+  /** Name of the field or flag `platform` came from, for errors (default `spec.output.platform`). */
+  platformField?: string;
 }
 
 /** A finished render. */
 export interface RenderResult {
   format: OutputFormat;
-  /** `text/cloud-config` or `application/vnd.coreos.ignition+json; version=X`. */
+  /**
+   * `text/cloud-config`, `application/vnd.coreos.ignition+json; version=X`, or
+   * `application/gzip` when the payload is the gzip of `body`.
+   */
   mediaType: string;
-  /** The payload a node reads, UTF-8. */
+  /** The document, UTF-8. */
   body: string;
-  /** Hex SHA-256 of the body's bytes. */
+  /**
+   * The payload as delivered when it is not `body` itself: `body` gzip-compressed whole
+   * (a cloud-config fitted into a platform's user data limit).
+   */
+  gzip?: Uint8Array;
+  /** Hex SHA-256 of the delivered bytes (`gzip` when present, else `body`). */
   sha256: string;
-  /** Body size in bytes. */
+  /** Size of the delivered bytes. */
   size: number;
   kubeadmApiVersion: KubeadmApiVersion;
   ignitionVersion?: IgnitionSpecVersion;
@@ -94,15 +113,18 @@ function render(req: NodeBootstrap, options: RenderOptions): RenderResult {
     body = renderCloudConfig(plan);
     mediaType = CLOUD_CONFIG_MEDIA_TYPE;
   }
-  const bytes = Buffer.from(body, 'utf8');
+  const platform = options.platform === undefined ? req.spec.output?.platform : (options.platform ?? undefined);
+  const fitted = platform ? fitUserData(format, body, platform, options.platform ? (options.platformField ?? 'platform') : 'spec.output.platform') : { warnings: [] };
+  const bytes = fitted.gzip ?? Buffer.from(body, 'utf8');
   return {
     format,
-    mediaType,
+    mediaType: fitted.gzip ? GZIP_MEDIA_TYPE : mediaType,
     body,
+    ...(fitted.gzip ? { gzip: fitted.gzip } : {}),
     sha256: createHash('sha256').update(bytes).digest('hex'),
     size: bytes.length,
     kubeadmApiVersion: kubeadm.apiVersion,
     ...(ignitionVersion ? { ignitionVersion } : {}),
-    warnings: plan.warnings,
+    warnings: [...plan.warnings, ...fitted.warnings],
   };
 }

@@ -41,9 +41,13 @@ export function requestDigest(req: NodeBootstrap): string {
   return sha256(canonical ?? '');
 }
 
-/** Key of one render of a request. */
-export function renderKey(digest: string, format: OutputFormat, ignitionVersion: string | undefined): string {
-  return sha256(`${RENDERER_VERSION}\n${format}\n${ignitionVersion ?? ''}\n${digest}`);
+/**
+ * Key of one render of a request: renderer version, format, requested Ignition spec,
+ * the platform asked by the query (`-` for none asked; `null` for limits turned off),
+ * and the request's canonical digest (which covers `spec.output`).
+ */
+export function renderKey(digest: string, format: OutputFormat, ignitionVersion: string | undefined, platform?: string | null): string {
+  return sha256(`${RENDERER_VERSION}\n${format}\n${ignitionVersion ?? ''}\n${platform === undefined ? '-' : String(platform)}\n${digest}`);
 }
 
 /** The two LRUs. Cached objects are shared between requests and never mutated. */

@@ -9,8 +9,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CLOUD_CONFIG_MEDIA_TYPE } from '../provision/cloudinit/render.js';
 import { highestSpecAtMost } from '../provision/ignition/versions.js';
-import { IGNITION_MEDIA_TYPE, renderNodeBootstrap, type RenderResult } from '../render.js';
-import { OUTPUT_FORMATS, type OutputFormat } from '../request/schema.js';
+import { GZIP_MEDIA_TYPE, IGNITION_MEDIA_TYPE, renderNodeBootstrap, type RenderResult } from '../render.js';
+import { OUTPUT_FORMATS, type OutputFormat, PLATFORMS, type Platform } from '../request/schema.js';
 import { type KnownRequest, renderKey } from './cache.js';
 import { ENVELOPE_MEDIA_TYPE, negotiate, type Negotiated } from './negotiate.js';
 import type { ServiceContext } from './server.js';
@@ -20,9 +20,10 @@ export const envelopeSchema = z
   .object({
     format: z.enum(OUTPUT_FORMATS),
     mediaType: z.string().describe('media type of data, e.g. application/vnd.coreos.ignition+json; version=3.4.0'),
-    data: z.string().describe('the bootstrap data exactly as a node would receive it'),
-    sha256: z.string().describe('hex SHA-256 of data (UTF-8)'),
-    size: z.int().describe('size of data in bytes'),
+    data: z.string().describe('the bootstrap data exactly as a node would receive it (base64 when dataEncoding says so)'),
+    dataEncoding: z.literal('base64').optional().describe('base64: data is binary (a gzip-compressed cloud-config, mediaType application/gzip), base64-encoded here'),
+    sha256: z.string().describe('hex SHA-256 of the bytes a node receives (data, decoded when base64)'),
+    size: z.int().describe('size in bytes of what a node receives'),
     kubeadmApiVersion: z.string(),
     ignitionVersion: z.string().optional(),
     warnings: z.array(z.string()),
@@ -37,6 +38,12 @@ export const deliveryQuery = {
     .regex(/^\d+\.\d+(\.\d+)?$/)
     .optional()
     .describe('Ignition spec to serve (highest supported not above it)'),
+  platform: z
+    .enum(PLATFORMS)
+    .optional()
+    .describe(
+      "cloud platform whose user data limit applies (aws 16 KiB, azure 64 KiB, gcp 256 KiB, openstack 64 KiB, vsphere 64 KiB): a cloud-config over it is served gzip-compressed whole (application/gzip); still over, or an Ignition config over it, is a 422. Default: the request's spec.output.platform",
+    ),
 };
 
 /** The request headers every bootstrap-data route reads. */
@@ -53,6 +60,7 @@ export const deliveryResponses = {
       [CLOUD_CONFIG_MEDIA_TYPE]: { schema: z.string().describe('a #cloud-config document') },
       [IGNITION_MEDIA_TYPE]: { schema: z.record(z.string(), z.unknown()).describe('an Ignition config (spec in the media type version parameter)') },
       [ENVELOPE_MEDIA_TYPE]: { schema: envelopeSchema },
+      [GZIP_MEDIA_TYPE]: { schema: z.string().describe('a #cloud-config document, gzip-compressed whole to fit ?platform= (binary)') },
     },
   },
   304: z.undefined().describe('Not modified: If-None-Match matched the ETag'),
@@ -63,7 +71,8 @@ function envelope(r: RenderResult): string {
   return JSON.stringify({
     format: r.format,
     mediaType: r.mediaType,
-    data: r.body,
+    data: r.gzip ? Buffer.from(r.gzip).toString('base64') : r.body,
+    ...(r.gzip ? { dataEncoding: 'base64' } : {}),
     sha256: r.sha256,
     size: r.size,
     kubeadmApiVersion: r.kubeadmApiVersion,
@@ -89,6 +98,16 @@ export function noneMatch(header: string | undefined, etag: string): boolean {
 }
 
 /**
+ * What a bootstrap-data route's query may ask (`?format=`, `?ignitionVersion=`,
+ * `?platform=`); `platform: null` turns platform limits off (a pointer's target).
+ */
+export interface DeliveryQuery {
+  format?: OutputFormat | undefined;
+  ignitionVersion?: string | undefined;
+  platform?: Platform | null | undefined;
+}
+
+/**
  * Negotiate (DESIGN §4) and render through the render cache: what
  * {@link sendBootstrapData} sends, and what a pointer config hashes.
  *
@@ -98,14 +117,15 @@ export function negotiatedRender(
   ctx: ServiceContext,
   request: FastifyRequest,
   known: KnownRequest,
-  query: { format?: OutputFormat | undefined; ignitionVersion?: string | undefined },
+  query: DeliveryQuery,
 ): { n: Negotiated; result: RenderResult } {
   const { req, digest } = known;
   const n = negotiate(query.format, request.headers.accept, req.spec.output?.format ?? 'cloud-config', (v) => highestSpecAtMost(v) !== undefined);
   const requestedVersion = query.ignitionVersion ?? n.ignitionVersion;
-  const result = ctx.cache.render(renderKey(digest, n.format, requestedVersion), () =>
+  const result = ctx.cache.render(renderKey(digest, n.format, requestedVersion, query.platform), () =>
     renderNodeBootstrap(req, {
       format: n.format,
+      ...(query.platform !== undefined ? { platform: query.platform, platformField: 'platform' } : {}),
       ...(requestedVersion !== undefined ? { ignitionVersion: requestedVersion, ignitionVersionField: query.ignitionVersion ? 'ignitionVersion' : 'Accept' } : {}),
     }),
   );
@@ -129,18 +149,18 @@ export function sendBootstrapData(
   request: FastifyRequest,
   reply: FastifyReply,
   known: KnownRequest,
-  query: { format?: OutputFormat | undefined; ignitionVersion?: string | undefined },
+  query: DeliveryQuery,
 ): void {
   reply.header('vary', 'Accept');
   const { n, result } = negotiatedRender(ctx, request, known, query);
-  const body = n.envelope ? envelope(result) : result.body;
+  const body = n.envelope ? Buffer.from(envelope(result), 'utf8') : (result.gzip ?? Buffer.from(result.body, 'utf8'));
   const etag = strongEtag(n.envelope ? createHash('sha256').update(body).digest('hex') : result.sha256);
   reply.header('etag', etag).header('cache-control', 'private, no-cache');
   if (noneMatch(request.headers['if-none-match'], etag)) {
     void reply.code(304).send();
     return;
   }
-  const type = n.envelope ? ENVELOPE_MEDIA_TYPE : result.format === 'ignition' ? result.mediaType : `${CLOUD_CONFIG_MEDIA_TYPE}; charset=utf-8`;
+  const type = n.envelope || result.format === 'ignition' || result.gzip ? (n.envelope ? ENVELOPE_MEDIA_TYPE : result.mediaType) : `${CLOUD_CONFIG_MEDIA_TYPE}; charset=utf-8`;
   // Bytes, not a string: fastify then sends the media type exactly as given (no added charset).
-  void reply.header('content-type', type).send(Buffer.from(body, 'utf8'));
+  void reply.header('content-type', type).send(body);
 }

@@ -216,8 +216,14 @@ export const kubeadmSchema = z.strictObject({
 export const OUTPUT_FORMATS = ['cloud-config', 'ignition'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
+/** Cloud platforms whose user data size limit bootwright knows ({@link ../platform.ts}). */
+export const PLATFORMS = ['aws', 'azure', 'gcp', 'openstack', 'vsphere'] as const;
+export type Platform = (typeof PLATFORMS)[number];
+
 export const outputSchema = z.strictObject({
   format: z.enum(OUTPUT_FORMATS).optional(),
+  /** The platform the data is user data for: its size limit applies (cloud-config gzipped to fit). */
+  platform: z.enum(PLATFORMS).optional(),
   ignitionVersion: z.string().regex(/^\d+\.\d+\.\d+$/, 'must be a spec version such as 3.4.0').optional(),
 });
 

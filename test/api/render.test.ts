@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { dump } from 'js-yaml';
@@ -218,5 +220,37 @@ describe('POST /v1/render errors', () => {
     for (const secret of [cluster.bootstrapToken, cluster.certificateKey, cluster.certificates.ca.key.split('\n')[1]!, RENDERER]) {
       assert.ok(!logs.includes(secret), 'a secret reached the logs');
     }
+  });
+});
+
+describe('POST /v1/render ?platform=', () => {
+  const bigWorker = () => worker({ provisioning: { files: [{ path: '/etc/motd', content: 'kubernetes node, managed by bootwright\n'.repeat(1000) }] } });
+  it('serves a cloud-config over the platform limit gzip-compressed whole (application/gzip), with an ETag of those bytes', async () => {
+    const res = await post('/v1/render?platform=aws').set('content-type', 'application/json').set('accept', 'text/cloud-config').buffer(true).parse((r, cb) => {
+      const chunks: Buffer[] = [];
+      r.on('data', (c: Buffer) => chunks.push(c));
+      r.on('end', () => cb(null, Buffer.concat(chunks)));
+    }).send(JSON.stringify(bigWorker()));
+    assert.equal(res.status, 200);
+    assert.equal(res.headers['content-type'], 'application/gzip');
+    assert.equal(res.headers['content-encoding'], undefined, 'the payload is gzip, not the transfer');
+    const body = res.body as Buffer;
+    assert.ok(body.length <= 16384);
+    assert.ok(gunzipSync(body).toString('utf8').startsWith('#cloud-config\n'));
+    assert.equal(res.headers.etag, `"${createHash('sha256').update(body).digest('base64url')}"`);
+    const env = await post('/v1/render?platform=aws').set('content-type', 'application/json').set('accept', 'application/json').send(JSON.stringify(bigWorker()));
+    assert.equal(env.body.dataEncoding, 'base64');
+    assert.equal(env.body.mediaType, 'application/gzip');
+    assert.deepEqual(Buffer.from(env.body.data, 'base64'), body);
+    assert.equal(env.body.size, body.length);
+  });
+
+  it('answers an Ignition config over the limit with 422 naming platform and the pointer config', async () => {
+    const res = await post('/v1/render?platform=aws&format=ignition').set('content-type', 'application/json').send(JSON.stringify(bigWorker()));
+    assert.equal(res.status, 422);
+    assert.equal(res.body.errors[0].path, 'platform');
+    assert.match(res.body.errors[0].message, /pointer=true/);
+    const bad = await post('/v1/render?platform=ec2').set('content-type', 'application/json').send(JSON.stringify(bigWorker()));
+    assert.equal(bad.status, 400);
   });
 });

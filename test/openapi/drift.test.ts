@@ -59,8 +59,8 @@ describe('openapi/openapi.json', () => {
       assert.deepEqual(Object.keys(op.requestBody.content).sort(), ['application/json', 'application/yaml']);
     });
 
-    it('answers 200 with cloud-config, Ignition or the JSON envelope', () => {
-      assert.deepEqual(Object.keys(op.responses['200'].content).sort(), ['application/json', 'application/vnd.coreos.ignition+json', 'text/cloud-config']);
+    it('answers 200 with cloud-config, Ignition, the JSON envelope or a gzip-compressed cloud-config (?platform=)', () => {
+      assert.deepEqual(Object.keys(op.responses['200'].content).sort(), ['application/gzip', 'application/json', 'application/vnd.coreos.ignition+json', 'text/cloud-config']);
       assert.deepEqual(op.responses['200'].content['application/json'].schema, { $ref: '#/components/schemas/RenderEnvelope' });
     });
 

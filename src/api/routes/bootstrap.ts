@@ -61,7 +61,8 @@ export const partsKey = ({ machine, cluster, profile }: AssemblyParts) => `${mac
 function sendPointer(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, machine: string, known: KnownRequest, query: Parameters<typeof negotiatedRender>[3]): void {
   reply.header('vary', 'Accept');
   const base = ctx.signing.baseUrl(request);
-  const { result } = negotiatedRender(ctx, request, known, query);
+  // The pointer is what must fit a platform's limit; the data it points at need not.
+  const { result } = negotiatedRender(ctx, request, known, { ...query, platform: null });
   let body: string;
   let type: string;
   if (result.format === 'ignition') {

@@ -184,14 +184,17 @@ function kubeadmConfigurations(spec: KubeadmConfigSpec, role: unknown, target: K
   }
 
   // v1beta2 validity periods (days) → kubeadm v1beta4 durations.
-  for (const key of ['certificateValidityPeriodDays', 'caCertificateValidityPeriodDays'] as const) {
+  for (const [key, kubeadmKey] of [
+    ['certificateValidityPeriodDays', 'certificateValidityPeriod'],
+    ['caCertificateValidityPeriodDays', 'caCertificateValidityPeriod'],
+  ] as const) {
     const days = cluster[key];
     if (days === undefined) continue;
-    delete cluster[key];
+    Reflect.deleteProperty(cluster, key);
     const path = `${at}.clusterConfiguration.${key}`;
     if (typeof days !== 'number' || !Number.isInteger(days) || days < 1) problems.push({ path, message: 'must be a whole number of days, 1 or more' });
     else if (!v4 && target !== undefined) problems.push({ path, message: 'kubeadm.k8s.io/v1beta3 (Kubernetes before 1.31) cannot set certificate validity; it needs Kubernetes 1.31 or later' });
-    else cluster[key.replace('Days', '')] = `${days * 24}h0m0s`;
+    else cluster[kubeadmKey] = `${days * 24}h0m0s`;
   }
 
   // v1beta2 bootstrap token TTLs (seconds) → kubeadm durations.
@@ -306,7 +309,7 @@ export function fromClusterApi(value: Doc & { spec: Doc }): { request: Doc; rewr
   const prov = provisioning(spec, rest, at, problems);
   const output = isObject(rest.output) ? { ...rest.output } : {};
   if (spec.format !== undefined) {
-    if (output.format !== undefined && output.format !== spec.format) problems.push({ path: `${at}.format`, message: `says ${spec.format} but spec.output.format says ${String(output.format)}; give one` });
+    if (output.format !== undefined && output.format !== spec.format) problems.push({ path: `${at}.format`, message: `says ${spec.format} but spec.output.format says ${JSON.stringify(output.format)}; give one` });
     output.format = spec.format;
   }
   if (problems.length > 0) throw new RequestError(problems);

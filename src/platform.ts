@@ -1,0 +1,62 @@
+/**
+ * Platform user data budgets: cloud platforms cap the user data a VM is given, and a
+ * kubeadm bootstrap with its PKI easily passes the smallest caps. With a platform named
+ * (`?platform=`, `--platform` or `spec.output.platform`), a cloud-config over the limit
+ * is delivered gzip-compressed whole, which cloud-init recognises by the gzip magic
+ * bytes (cloud-init `user_data` handling, "compressed content"); a document still over
+ * the limit, or an Ignition config over it, is refused with the way out: a pointer
+ * config, which is a few hundred bytes whatever the data.
+ */
+import { RequestError } from './errors.js';
+import { gzipDeterministic } from './provision/ignition/dataurl.js';
+import type { OutputFormat, Platform } from './request/schema.js';
+
+/** User data limits in bytes (of the raw data, before any base64 the platform's API applies). */
+export const USER_DATA_LIMITS: Readonly<Record<Platform, { bytes: number; name: string }>> = {
+  aws: { bytes: 16 * 1024, name: 'Amazon EC2' },
+  azure: { bytes: 64 * 1024, name: 'Azure' },
+  gcp: { bytes: 256 * 1024, name: 'Google Compute Engine' },
+  openstack: { bytes: 64 * 1024, name: 'OpenStack Nova' },
+  vsphere: { bytes: 64 * 1024, name: 'vSphere guestinfo' },
+};
+
+/** What fitting a payload into a platform's budget gives. */
+export interface Fitted {
+  /** The payload gzip-compressed whole, when that is what the node must be given. */
+  gzip?: Uint8Array;
+  warnings: string[];
+}
+
+const POINTER_HINT =
+  'give the machine a pointer config instead (GET /v1/machines/{name}/bootstrap?pointer=true: a few hundred bytes that fetch the data from bootwright)';
+
+/**
+ * Fit a rendered payload into `platform`'s user data limit.
+ *
+ * @param format the payload's format
+ * @param body the payload (UTF-8 text)
+ * @param platform the platform whose limit applies
+ * @param field the request field or flag that named the platform, for the error
+ * @returns nothing to change when the payload fits; for a cloud-config over the limit
+ *   whose deterministic gzip (RFC 1952, mtime 0) fits, that gzip and a warning
+ * @throws RequestError (422) at `field` when the payload cannot be made to fit: an
+ *   Ignition config over the limit (Ignition reads no compressed user data), or a
+ *   cloud-config over it even compressed; the message suggests the pointer config
+ */
+export function fitUserData(format: OutputFormat, body: string, platform: Platform, field: string): Fitted {
+  const { bytes: limit, name } = USER_DATA_LIMITS[platform];
+  const size = Buffer.byteLength(body, 'utf8');
+  if (size <= limit) return { warnings: [] };
+  const over = `over the ${limit}-byte user data limit of ${platform} (${name})`;
+  if (format === 'ignition') {
+    throw new RequestError([{ path: field, message: `the Ignition config is ${size} bytes, ${over}, and Ignition reads no compressed user data: ${POINTER_HINT}` }]);
+  }
+  const gzip = gzipDeterministic(Buffer.from(body, 'utf8'));
+  if (gzip.length > limit) {
+    throw new RequestError([{ path: field, message: `the cloud-config is ${size} bytes (${gzip.length} gzip-compressed), ${over} even compressed: ${POINTER_HINT}` }]);
+  }
+  return {
+    gzip,
+    warnings: [`the cloud-config is ${size} bytes, ${over}: delivered gzip-compressed whole (${gzip.length} bytes), which cloud-init recognises by its magic bytes`],
+  };
+}
