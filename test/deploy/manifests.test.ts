@@ -274,7 +274,7 @@ describe('deploy/kubernetes manifests', () => {
 describe('deploy/kubernetes probe paths are served by the service', () => {
   let app: FastifyInstance | undefined;
   before(async () => {
-    const config = loadConfig({}, { tokens: [{ name: 't', token: 'x'.repeat(20), scopes: ['admin'] }], logLevel: 'silent', rateLimitMax: 0 });
+    const config = loadConfig({}, { tokens: [{ name: 't', token: 'x'.repeat(20), scopes: ['admin'] }], logLevel: 'silent', rateLimitMax: 0, maxEventLoopDelayMs: 0 });
     app = await buildServer({ config });
     await app.ready();
   });
