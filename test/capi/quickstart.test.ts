@@ -4,11 +4,13 @@
  * render in every format and pass the real validators and the conformance schemas.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { load } from 'js-yaml';
 import { checkIgnitionRules } from '../../src/provision/ignition/rules.js';
 import { renderNodeBootstrap } from '../../src/render.js';
-import { validateNodeBootstrap } from '../../src/request/parse.js';
+import { parseNodeBootstrap, validateNodeBootstrap } from '../../src/request/parse.js';
+import { cloudConfigFiles } from '../support/decode.js';
 import { capiRequest } from '../support/capi.js';
 import { cloudInitSchema, ignitionValidate, ignitionValidateKnows, validateCloudConfigSchema, validateIgnitionSchema } from '../support/validators.js';
 
@@ -35,4 +37,15 @@ describe('Cluster API quick start', () => {
       }
     }
   }
+});
+
+describe('examples/cluster-api-worker.yaml', () => {
+  it('renders to a valid cloud-config with the template filled in and the uninitialized taint', async () => {
+    const text = readFileSync(new URL('../../examples/cluster-api-worker.yaml', import.meta.url), 'utf8');
+    const out = renderNodeBootstrap(parseNodeBootstrap(text, 'yaml'));
+    assert.deepEqual(await cloudInitSchema(out.body), []);
+    const files = cloudConfigFiles(out.body);
+    assert.equal(files.get('/usr/local/bin/kubeadm-version.sh')!.toString(), '#!/bin/sh\n# The control plane\'s version, filled in by bootwright as CABPK does.\necho "v1.33.2"\n');
+    assert.match(files.get('/run/kubeadm/kubeadm-join-config.yaml')!.toString(), /taints:\n {4}- key: node\.cluster\.x-k8s\.io\/uninitialized\n {6}effect: NoSchedule\n/);
+  });
 });
