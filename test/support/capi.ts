@@ -42,6 +42,22 @@ export function controlPlaneSpec(version: CapiVersion): Record<string, unknown> 
   };
 }
 
+/** The quick start's KubeadmControlPlane object, as `kubectl get -o yaml` prints it. */
+export function controlPlaneObject(version: CapiVersion): Record<string, unknown> {
+  return {
+    apiVersion: `controlplane.cluster.x-k8s.io/${version}`,
+    kind: 'KubeadmControlPlane',
+    metadata: { name: 'capi-quickstart-control-plane', namespace: 'default' },
+    spec: {
+      kubeadmConfigSpec: controlPlaneSpec(version),
+      machineTemplate: { infrastructureRef: { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta1', kind: 'DockerMachineTemplate', name: 'capi-quickstart-control-plane' } },
+      replicas: 3,
+      version: 'v1.33.2',
+    },
+    status: { replicas: 3, readyReplicas: 3 },
+  };
+}
+
 /** The quick start's worker KubeadmConfigTemplate (`capi-quickstart-md-0`). */
 export function workerTemplate(version: CapiVersion): Record<string, unknown> {
   return {

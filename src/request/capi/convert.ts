@@ -297,7 +297,29 @@ export function fromClusterApi(value: Doc & { spec: Doc }): { request: Doc; rewr
     const parsed = kubeadmConfigObjectSchema.safeParse(kubeadmConfig);
     if (!parsed.success) throw new RequestError(zodProblems(parsed.error, 'spec.kubeadmConfig'));
     const object = parsed.data;
-    [spec, at] = object.kind === 'KubeadmConfig' ? [object.spec, 'spec.kubeadmConfig.spec'] : [object.spec.template.spec, 'spec.kubeadmConfig.spec.template.spec'];
+    switch (object.kind) {
+      case 'KubeadmConfig':
+        [spec, at] = [object.spec, 'spec.kubeadmConfig.spec'];
+        break;
+      case 'KubeadmConfigTemplate':
+        [spec, at] = [object.spec.template.spec, 'spec.kubeadmConfig.spec.template.spec'];
+        break;
+      case 'KubeadmControlPlane': {
+        [spec, at] = [object.spec.kubeadmConfigSpec, 'spec.kubeadmConfig.spec.kubeadmConfigSpec'];
+        const { version } = object.spec;
+        const own = typeof rest.kubernetesVersion === 'string' ? rest.kubernetesVersion.replace(/^v/, '') : undefined;
+        if (version !== undefined && own !== undefined && version.replace(/^v/, '') !== own) {
+          problems.push({ path: 'spec.kubeadmConfig.spec.version', message: `is ${version}, but spec.kubernetesVersion is ${String(rest.kubernetesVersion)}: a control plane node runs the KubeadmControlPlane's version` });
+        }
+        break;
+      }
+      case 'KubeadmControlPlaneTemplate':
+        [spec, at] = [object.spec.template.spec.kubeadmConfigSpec, 'spec.kubeadmConfig.spec.template.spec.kubeadmConfigSpec'];
+        break;
+    }
+    if ((object.kind === 'KubeadmControlPlane' || object.kind === 'KubeadmControlPlaneTemplate') && rest.role === 'worker') {
+      problems.push({ path: 'spec.kubeadmConfig.kind', message: `a ${object.kind} builds control plane nodes, but spec.role is worker; give the worker's KubeadmConfigTemplate` });
+    }
     problems.push(...versionProblems(spec, object.apiVersion, at));
   } else {
     const parsed = kubeadmConfigSpecSchema.safeParse(kubeadmConfigSpec);

@@ -15,7 +15,9 @@ import { fileSchema, filesystemSchema, nodeBootstrapSchema, partitionSchema, use
 
 /** The two Cluster API versions of the bootstrap group that bootwright reads. */
 export const CLUSTER_API_VERSIONS = ['bootstrap.cluster.x-k8s.io/v1beta1', 'bootstrap.cluster.x-k8s.io/v1beta2'] as const;
-export type ClusterApiVersion = (typeof CLUSTER_API_VERSIONS)[number];
+/** The same versions of the control plane group (KubeadmControlPlane carries a KubeadmConfigSpec of its version). */
+export const CONTROL_PLANE_API_VERSIONS = ['controlplane.cluster.x-k8s.io/v1beta1', 'controlplane.cluster.x-k8s.io/v1beta2'] as const;
+export type ClusterApiVersion = (typeof CLUSTER_API_VERSIONS)[number] | (typeof CONTROL_PLANE_API_VERSIONS)[number];
 
 const looseObject = z.record(z.string(), z.unknown());
 
@@ -84,8 +86,25 @@ export const kubeadmConfigObjectSchema = z
       metadata: objectMeta,
       spec: z.strictObject({ template: z.strictObject({ metadata: objectMeta, spec: kubeadmConfigSpecSchema }) }),
     }),
+    // The rest of a KubeadmControlPlane's spec (replicas, machineTemplate, rollout…) is about Machines, not a node's bootstrap data.
+    z.strictObject({
+      apiVersion: z.enum(CONTROL_PLANE_API_VERSIONS),
+      kind: z.literal('KubeadmControlPlane'),
+      metadata: objectMeta,
+      spec: z.looseObject({ kubeadmConfigSpec: kubeadmConfigSpecSchema, version: z.string().optional() }),
+      status: looseObject.optional(),
+    }),
+    z.strictObject({
+      apiVersion: z.enum(CONTROL_PLANE_API_VERSIONS),
+      kind: z.literal('KubeadmControlPlaneTemplate'),
+      metadata: objectMeta,
+      spec: z.strictObject({ template: z.strictObject({ metadata: objectMeta, spec: z.looseObject({ kubeadmConfigSpec: kubeadmConfigSpecSchema }) }) }),
+    }),
   ])
-  .meta({ id: 'KubeadmConfig', description: 'A Cluster API KubeadmConfig or KubeadmConfigTemplate (v1beta1 or v1beta2)' });
+  .meta({
+    id: 'KubeadmConfig',
+    description: 'A Cluster API object carrying a KubeadmConfigSpec: KubeadmConfig, KubeadmConfigTemplate, KubeadmControlPlane or KubeadmControlPlaneTemplate (v1beta1 or v1beta2)',
+  });
 export type KubeadmConfigObject = z.infer<typeof kubeadmConfigObjectSchema>;
 
 /**

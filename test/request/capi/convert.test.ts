@@ -11,7 +11,7 @@ import { RequestError } from '../../../src/errors.js';
 import { renderNodeBootstrap } from '../../../src/render.js';
 import { validateNodeBootstrap } from '../../../src/request/parse.js';
 import { cloudConfigFiles, ignitionFiles } from '../../support/decode.js';
-import { capiRequest, controlPlaneSpec, workerTemplate } from '../../support/capi.js';
+import { capiRequest, controlPlaneObject, controlPlaneSpec, workerTemplate } from '../../support/capi.js';
 import { worker } from '../../support/requests.js';
 
 type Doc = Record<string, unknown>;
@@ -159,6 +159,22 @@ describe('Cluster API input', () => {
     ]);
     const cluster = worker({ kubeadmConfigSpec: { unknownTopLevel: true } });
     assert.deepEqual(problemsOf(() => validateNodeBootstrap(cluster)), [{ path: 'spec.kubeadmConfigSpec.unknownTopLevel', message: 'unknown field' }]);
+  });
+
+  it('takes a whole KubeadmControlPlane (its kubeadmConfigSpec; replicas and machineTemplate are not bootstrap data)', () => {
+    for (const role of ['init', 'control-plane'] as const) {
+      const kcp = capiRequest(role, 'v1beta2');
+      delete kcp.spec.kubeadmConfigSpec;
+      kcp.spec.kubeadmConfig = controlPlaneObject('v1beta2');
+      assert.equal(render(kcp).body, render(capiRequest(role, 'v1beta2')).body, role);
+    }
+    const skewed = capiRequest('control-plane', 'v1beta1');
+    delete skewed.spec.kubeadmConfigSpec;
+    skewed.spec.kubeadmConfig = { ...controlPlaneObject('v1beta1'), spec: { ...(controlPlaneObject('v1beta1').spec as Doc), version: 'v1.32.0' } };
+    assert.deepEqual(problemsOf(() => validateNodeBootstrap(skewed)), [
+      { path: 'spec.kubeadmConfig.spec.version', message: "is v1.32.0, but spec.kubernetesVersion is v1.33.2: a control plane node runs the KubeadmControlPlane's version" },
+    ]);
+    assert.deepEqual(problemsOf(() => validateNodeBootstrap(worker({ kubeadmConfig: controlPlaneObject('v1beta2') }))).map((p) => p.path), ['spec.kubeadmConfig.kind']);
   });
 
   it('checks a KubeadmConfig against its apiVersion', () => {
