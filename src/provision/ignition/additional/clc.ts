@@ -131,7 +131,7 @@ const list = (v: unknown, at: string, f: (item: unknown, at: string) => unknown)
 function mapKeys(obj: unknown, map: Record<string, (v: unknown, at: string) => unknown>, at: string): unknown {
   if (!isObject(obj)) return obj;
   const out: Obj = {};
-  for (const [k, v] of Object.entries(obj)) out[k] = map[k] ? map[k](v, `${at}.${k}`) : v;
+  for (const [k, v] of Object.entries(obj)) out[k] = map[k] ? map[k](v, at ? `${at}.${k}` : k) : v;
   return out;
 }
 
