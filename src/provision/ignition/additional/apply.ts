@@ -104,6 +104,30 @@ function nestingProblems(config: Obj): FieldProblem[] {
 }
 
 /**
+ * Owners naming both an `id` and a non-empty `name` (Ignition `validateIDorName`: "cannot
+ * set both id and name"). Merging makes these easily: owners merge field by field, and
+ * bootwright's entries name their owners.
+ */
+function ownerProblems(config: Obj): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  const storage = isObject(config.storage) ? config.storage : {};
+  for (const kind of ['files', 'directories', 'links']) {
+    const list = storage[kind];
+    if (!Array.isArray(list)) continue;
+    for (const [i, node] of list.entries()) {
+      if (!isObject(node)) continue;
+      for (const owner of ['user', 'group']) {
+        const o = node[owner];
+        if (isObject(o) && typeof o.id === 'number' && typeof o.name === 'string' && o.name !== '') {
+          problems.push({ path: `storage.${kind}[${i}].${owner}`, message: 'cannot set both id and name (an entry merged over a generated one keeps its owner name: give name, or id with name "")' });
+        }
+      }
+    }
+  }
+  return problems;
+}
+
+/**
  * Merge the plan's additional config (when there is one) into `generated`, the config
  * bootwright built, following Ignition's merge rules with the generated config as parent.
  *
@@ -115,7 +139,7 @@ function nestingProblems(config: Obj): FieldProblem[] {
  * /etc/kubernetes/pki, /run/kubeadm, /run/cluster-api and the given `prot` paths; the
  * contents, `enabled` or `mask` of the kubeadm units; `ignition.config.replace`); a
  * merged config breaking Ignition's rules (duplicate paths, a file where a directory
- * must be, unit and drop-in names, data URLs...).
+ * must be, unit and drop-in names, data URLs, an owner with both id and name...).
  *
  * @param generated the generated config (parent), with `ignition.version` set; not modified
  * @param additional the plan's additional config, or undefined (the result is `generated`)
@@ -139,7 +163,7 @@ export function mergeAdditionalConfig(generated: Obj, additional: PlanIgnitionAd
   const problems = [...fail(read.problems), ...fail(protectedProblems(child, prot))];
   if (problems.length) throw new RequestError(problems);
   const config = mergeIgnitionConfigs(generated, child);
-  const after = [...checkIgnitionRules(config), ...nestingProblems(config)];
+  const after = [...checkIgnitionRules(config), ...nestingProblems(config), ...ownerProblems(config)];
   if (after.length) throw new RequestError(after.map((p) => ({ path: origin, message: `merged into the generated config, ${p.path}: ${p.message}` })));
   return { config, floor: read.version, warnings: read.warnings.map((w) => `${origin}: ${w}`) };
 }

@@ -246,10 +246,17 @@ describe('additional config errors', () => {
     assert.match(message('{"ignition": {"version": "3.0.0"}, "storage": {"files": [{"path": "/etc/kubeadm", "contents": {"source": "data:,x"}}]}}'), /may not replace/);
   });
 
-  it('the merged config is checked with Ignition rules', () => {
+  it('the merged config is checked with Ignition rules', async () => {
     const e = message('{"ignition": {"version": "3.0.0"}, "systemd": {"units": [{"name": "app"}]}}');
     assert.match(e, /merged into the generated config, systemd\.units\[1\]\.name: invalid systemd unit extension/);
     assert.match(message('{"ignition": {"version": "3.0.0"}, "storage": {"files": [{"path": "/etc/a"}, {"path": "/etc/a/b"}]}}'), /is under \/etc\/a, which is a file/);
+    // Owners merge field by field: an id over a generated entry's name is both (Ignition refuses that).
+    const plan = makePlan({ files: [planFile(0, '/etc/app.conf', 'x')] });
+    const owner = requestError(() => renderIgnition(withConfig('{"ignition": {"version": "3.0.0"}, "storage": {"files": [{"path": "/etc/app.conf", "user": {"id": 1000}}]}}', undefined, plan))).message;
+    assert.match(owner, /storage\.files\[0\]\.user: cannot set both id and name/);
+    const cleared = renderIgnition(withConfig('{"ignition": {"version": "3.0.0"}, "storage": {"files": [{"path": "/etc/app.conf", "user": {"id": 1000, "name": ""}}]}}', undefined, plan));
+    assert.deepEqual((cleared.config as { storage: { files: { user: unknown }[] } }).storage.files[0]!.user, { name: '', id: 1000 });
+    await assertValid(cleared);
   });
 });
 
