@@ -9,7 +9,7 @@
 import { compareSpecs, type IgnitionSpecVersion } from '../versions.js';
 import { dataUrlResource } from '../dataurl.js';
 import { checkDeclaredVersion, type ReadConfig } from './ignition.js';
-import { type ConfigProblem, IGNITION_SHAPE, readShape, snakeCase } from './shape.js';
+import { type ConfigProblem, IGNITION_SHAPE, isObject, readShape, snakeCase } from './shape.js';
 
 /**
  * Butane spec → the Ignition spec it produces (coreos/butane `docs/specs.md` "Butane
@@ -63,6 +63,11 @@ export function readButaneConfig(document: Record<string, unknown>, strict: bool
   if (!target) {
     problems.push({ at: 'version', message: `must be one of ${Object.keys(targets).join(', ')} for variant ${String(variant)}` });
     return { config: {}, version: '3.0.0', problems, warnings };
+  }
+  // Butane's `ignition` has no `version`: the Butane version decides the spec.
+  if (isObject(rest.ignition) && 'version' in rest.ignition) {
+    if (strict) problems.push({ at: 'ignition.version', message: 'unknown key' });
+    else warnings.push('ignition.version: unknown key, ignored');
   }
   const gzip = compareSpecs(target, '3.1.0') >= 0;
   const config = readShape(rest, IGNITION_SHAPE, '', '', {

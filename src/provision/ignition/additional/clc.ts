@@ -150,6 +150,11 @@ export function readClcConfig(document: Record<string, unknown>, strict: boolean
   for (const section of SERVICE_SECTIONS) {
     if (section in document) problems.push({ at: section, message: 'is Container Linux Config sugar for a Container Linux service with no Ignition 3 translation: write the unit or drop-in it stands for under systemd.units' });
   }
+  // A CLC's `ignition` has no `version` (ct writes the spec it targets).
+  if (isObject(document.ignition) && 'version' in document.ignition) {
+    if (strict) problems.push({ at: 'ignition.version', message: 'unknown key' });
+    else warnings.push('ignition.version: unknown key, ignored');
+  }
   const { networkd, ...rest } = Object.fromEntries(Object.entries(document).filter(([k]) => !SERVICE_SECTIONS.includes(k)));
   const translated = mapKeys(
     rest,

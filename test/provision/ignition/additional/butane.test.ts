@@ -89,3 +89,11 @@ kernel_arguments:
     assert.deepEqual(r.problems, [{ at: 'storage.luks', message: 'storage.luks needs Ignition spec 3.2.0, but the config is Butane fcos 1.1.0 (Ignition 3.1.0)' }]);
   });
 });
+
+describe('readButaneConfig: ignition.version', () => {
+  it('is not a Butane field: unknown key when strict, a warning otherwise', () => {
+    const d = { variant: 'fcos', version: '1.4.0', ignition: { version: '3.3.0' } };
+    assert.deepEqual(readButaneConfig(d, true).problems, [{ at: 'ignition.version', message: 'unknown key' }]);
+    assert.deepEqual(readButaneConfig(d, false).warnings, ['ignition.version: unknown key, ignored']);
+  });
+});
