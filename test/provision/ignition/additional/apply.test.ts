@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { dump } from 'js-yaml';
 import { RequestError } from '../../../../src/errors.js';
 import type { PlanIgnitionAdditional, ProvisioningPlan } from '../../../../src/provision/plan/types.js';
 import { type IgnitionRender, renderIgnition } from '../../../../src/provision/ignition/render.js';
@@ -155,6 +156,19 @@ describe('additional config merged into a worker render', () => {
     assert.equal(ignitionFiles(renderIgnition(withConfig(BUTANE_FCOS)).config).get('/etc/percent')!.toString('utf8'), PERCENT);
     const clc = ignitionFiles(renderIgnition(withConfig(CLC)).config);
     assert.equal(clc.get('/etc/systemd/network/10-eth0.network')!.toString('utf8'), '[Match]\nName=eth0\n\n[Network]\nDHCP=yes\n');
+  });
+
+  it('every hard text survives Butane and CLC inline contents (YAML written by js-yaml)', async () => {
+    const entries = Object.entries(HARD_TEXTS);
+    const files = entries.map(([name, text], i) => ({ path: `/etc/hard/${i}-${name}`, overwrite: true, contents: { inline: text } }));
+    const butane = dump({ variant: 'fcos', version: '1.5.0', storage: { files } });
+    const clc = dump({ storage: { files: files.map((f) => ({ filesystem: 'root', ...f })) } });
+    for (const text of [butane, clc]) {
+      const out = renderIgnition(withConfig(text));
+      await assertValid(out);
+      const decoded = ignitionFiles(out.config);
+      entries.forEach(([name, content], i) => assert.equal(decoded.get(`/etc/hard/${i}-${name}`)!.toString('utf8'), content, name));
+    }
   });
 
   it('Ignition itself applies the merged CLC config: files land with their bytes and modes', { skip: !haveIgnitionApply && 'ignition-apply needs root and Debian ignition' }, () => {
