@@ -220,3 +220,52 @@ export function readShape(value: unknown, shape: Shape, at: string, pattern: str
   }
   return out;
 }
+
+/**
+ * Fields an Ignition config must give, by the object holding them (the published
+ * schemas' `required`, 3.0.0–3.6.0, plus what Ignition's validation requires where a
+ * later schema dropped it: a link's `target`, a raid's `level` and `devices`, the
+ * `source` of merged or replacing configs and CA bundles).
+ */
+export const REQUIRED_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  'ignition.config.merge[]': ['source'],
+  'ignition.config.replace': ['source'],
+  'ignition.security.tls.certificateAuthorities[]': ['source'],
+  'storage.disks[]': ['device'],
+  'storage.raid[]': ['name', 'level', 'devices'],
+  'storage.luks[]': ['name'],
+  'storage.filesystems[]': ['device'],
+  'storage.files[]': ['path'],
+  'storage.directories[]': ['path'],
+  'storage.links[]': ['path', 'target'],
+  'systemd.units[]': ['name'],
+  'systemd.units[].dropins[]': ['name'],
+  'passwd.users[]': ['name'],
+  'passwd.groups[]': ['name'],
+};
+
+/** Every object at `pattern` (`a.b[].c`) below `node`, with its concrete path. */
+function objectsAt(node: unknown, segments: readonly string[], at: string): [Record<string, unknown>, string][] {
+  if (segments.length === 0) return isObject(node) ? [[node, at]] : [];
+  const [head, ...rest] = segments;
+  if (head === '[]') return Array.isArray(node) ? node.flatMap((item, i) => objectsAt(item, rest, `${at}[${i}]`)) : [];
+  return isObject(node) ? objectsAt(node[head!], rest, at ? `${at}.${head!}` : head!) : [];
+}
+
+/**
+ * The required fields (see {@link REQUIRED_FIELDS}, plus a `name` for every
+ * `httpHeaders[]` entry) missing from a config read by {@link readShape}; paths use
+ * Ignition's names.
+ */
+export function missingRequired(config: Record<string, unknown>): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const check = (pattern: string, fields: readonly string[]) => {
+    for (const [obj, at] of objectsAt(config, pattern.replaceAll('[]', '.[]').split('.'), '')) {
+      for (const f of fields) if (obj[f] === undefined) problems.push({ at: `${at}.${f}`, message: 'required' });
+      for (const [header, hat] of objectsAt(obj.httpHeaders, ['[]'], `${at}.httpHeaders`)) if (header.name === undefined) problems.push({ at: `${hat}.name`, message: 'required' });
+    }
+  };
+  for (const [pattern, fields] of Object.entries(REQUIRED_FIELDS)) check(pattern, fields);
+  for (const resource of ['storage.files[].contents', 'storage.files[].append[]', 'storage.luks[].keyFile']) check(resource, []);
+  return problems;
+}

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { IGNITION_SHAPE, type Shape, snakeCase } from '../../../../src/provision/ignition/additional/shape.js';
+import { IGNITION_SHAPE, missingRequired, type Shape, snakeCase } from '../../../../src/provision/ignition/additional/shape.js';
 import { compareSpecs, IGNITION_FEATURES, IGNITION_SPEC_VERSIONS } from '../../../../src/provision/ignition/versions.js';
 import { conformanceDir } from '../../../support/validators.js';
 
@@ -69,6 +69,26 @@ describe('IGNITION_SHAPE', () => {
       'http_headers',
       'certificate_authorities',
       'key_file',
+    ]);
+  });
+});
+
+describe('missingRequired', () => {
+  it('names required fields a config leaves out, with Ignition paths', () => {
+    const config = {
+      storage: { files: [{ mode: 420, contents: { source: 'https://x', httpHeaders: [{ value: 'v' }] } }], links: [{ path: '/l' }] },
+      systemd: { units: [{ dropins: [{ contents: 'x' }] }] },
+      passwd: { users: [{ shell: '/bin/sh' }] },
+      ignition: { config: { merge: [{}] } },
+    };
+    assert.deepEqual(missingRequired(config), [
+      { at: 'ignition.config.merge[0].source', message: 'required' },
+      { at: 'storage.files[0].path', message: 'required' },
+      { at: 'storage.links[0].target', message: 'required' },
+      { at: 'systemd.units[0].name', message: 'required' },
+      { at: 'systemd.units[0].dropins[0].name', message: 'required' },
+      { at: 'passwd.users[0].name', message: 'required' },
+      { at: 'storage.files[0].contents.httpHeaders[0].name', message: 'required' },
     ]);
   });
 });
