@@ -251,6 +251,10 @@ describe('additional config errors', () => {
     assert.ok(!badYaml.includes('verysecret'));
   });
 
+  it('missing required fields are named', () => {
+    assert.equal(message('{"ignition": {"version": "3.0.0"}, "storage": {"files": [{"mode": 420}]}}'), `${ORIGIN}: storage.files[0].path: required`);
+  });
+
   it('may not take over what bootwright generates for kubeadm', () => {
     assert.match(message('storage:\n  files:\n    - path: /etc/kubeadm/bootstrap.sh\n      contents: {inline: "echo hi"}\n'), /storage\.files\[0\]\.path: may not replace or write under a path bootwright generates for the bootstrap \(\/etc\/kubeadm\)/);
     assert.match(message('{"ignition": {"version": "3.0.0"}, "storage": {"links": [{"path": "/etc/kubernetes/pki/ca.crt", "target": "/x"}]}}'), /storage\.links\[0\]\.path: may not replace/);
