@@ -15,7 +15,7 @@ import { readClcConfig } from './clc.js';
 import { detectAdditionalConfig, ParseProblem } from './detect.js';
 import { type ReadConfig, readIgnitionConfig, withoutVersion } from './ignition.js';
 import { mergeIgnitionConfigs } from './merge.js';
-import { isObject, missingRequired } from './shape.js';
+import { invalidValues, isObject, missingRequired } from './shape.js';
 
 type Obj = Record<string, unknown>;
 
@@ -134,7 +134,8 @@ function ownerProblems(config: Obj): FieldProblem[] {
  * Refused (problems at the request field, each message starting with the key path in the
  * additional config, e.g. `storage.files[0].contnts: unknown key`): text that does not
  * parse (line and column, never the text); unknown keys when strict; missing required
- * fields (a file's `path`, a unit's `name`, a link's `target`...); unsupported kinds,
+ * fields (a file's `path`, a unit's `name`, a link's `target`...) and values Ignition
+ * refuses (`compression`, `verification.hash`, filesystem `format`); unsupported kinds,
  * versions and sugar; fields newer than the config's own spec; entries that would take
  * over what bootwright generates for kubeadm (paths under /etc/kubeadm,
  * /etc/kubernetes/pki, /run/kubeadm, /run/cluster-api and the given `prot` paths; the
@@ -161,7 +162,7 @@ export function mergeAdditionalConfig(generated: Obj, additional: PlanIgnitionAd
     throw e;
   }
   const child = withoutVersion(read.config);
-  const problems = [...fail(read.problems), ...fail(read.problems.length ? [] : missingRequired(child)), ...fail(protectedProblems(child, prot))];
+  const problems = [...fail(read.problems), ...fail(read.problems.length ? [] : [...missingRequired(child), ...invalidValues(child)]), ...fail(protectedProblems(child, prot))];
   if (problems.length) throw new RequestError(problems);
   const config = mergeIgnitionConfigs(generated, child);
   const after = [...checkIgnitionRules(config), ...nestingProblems(config), ...ownerProblems(config)];

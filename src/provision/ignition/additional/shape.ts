@@ -269,3 +269,36 @@ export function missingRequired(config: Record<string, unknown>): ConfigProblem[
   for (const resource of ['storage.files[].contents', 'storage.files[].append[]', 'storage.luks[].keyFile']) check(resource, []);
   return problems;
 }
+
+const RESOURCE_PATTERNS = [
+  'ignition.config.merge[]',
+  'ignition.config.replace',
+  'ignition.security.tls.certificateAuthorities[]',
+  'storage.files[].contents',
+  'storage.files[].append[]',
+  'storage.luks[].keyFile',
+];
+/** Filesystem formats Ignition 3.x creates (`none` from 3.3.0, checked by the feature table). */
+const FORMATS = ['ext4', 'btrfs', 'xfs', 'vfat', 'swap', 'none'];
+const HASH = /^(sha512-[0-9a-f]{128}|sha256-[0-9a-f]{64})$/;
+
+/**
+ * Values Ignition's validation refuses that the schema lets through (coreos/ignition
+ * `config/v3_*\/types`: resource `compression` is `gzip` or empty, `verification.hash` is
+ * `sha512-<128 hex>` or `sha256-<64 hex>`, a filesystem `format` is one Ignition knows).
+ * Paths use Ignition's names; values are not quoted.
+ */
+export function invalidValues(config: Record<string, unknown>): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  for (const pattern of RESOURCE_PATTERNS) {
+    for (const [res, at] of objectsAt(config, pattern.replaceAll('[]', '.[]').split('.'), '')) {
+      if (res.compression !== undefined && res.compression !== '' && res.compression !== 'gzip') problems.push({ at: `${at}.compression`, message: 'must be gzip or empty' });
+      const hash = isObject(res.verification) ? res.verification.hash : undefined;
+      if (typeof hash === 'string' && !HASH.test(hash)) problems.push({ at: `${at}.verification.hash`, message: 'must be sha512-<128 hex digits> or sha256-<64 hex digits>' });
+    }
+  }
+  for (const [fs, at] of objectsAt(config, ['storage', 'filesystems', '[]'], '')) {
+    if (typeof fs.format === 'string' && fs.format !== '' && !FORMATS.includes(fs.format)) problems.push({ at: `${at}.format`, message: `must be one of ${FORMATS.join(', ')}` });
+  }
+  return problems;
+}

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { IGNITION_SHAPE, missingRequired, type Shape, snakeCase } from '../../../../src/provision/ignition/additional/shape.js';
+import { IGNITION_SHAPE, invalidValues, missingRequired, type Shape, snakeCase } from '../../../../src/provision/ignition/additional/shape.js';
 import { compareSpecs, IGNITION_FEATURES, IGNITION_SPEC_VERSIONS } from '../../../../src/provision/ignition/versions.js';
 import { conformanceDir } from '../../../support/validators.js';
 
@@ -89,6 +89,23 @@ describe('missingRequired', () => {
       { at: 'systemd.units[0].dropins[0].name', message: 'required' },
       { at: 'passwd.users[0].name', message: 'required' },
       { at: 'storage.files[0].contents.httpHeaders[0].name', message: 'required' },
+    ]);
+  });
+});
+
+describe('invalidValues', () => {
+  it('names compression, hash and format values Ignition refuses', () => {
+    const config = {
+      storage: {
+        files: [{ path: '/a', contents: { source: 'https://x', compression: 'xz', verification: { hash: 'md5-abc' } } }],
+        filesystems: [{ device: '/dev/sdb', format: 'ntfs' }, { device: '/dev/sdc', format: 'ext4' }],
+      },
+      ignition: { config: { merge: [{ source: 'https://y', verification: { hash: `sha512-${'a'.repeat(128)}` } }] } },
+    };
+    assert.deepEqual(invalidValues(config), [
+      { at: 'storage.files[0].contents.compression', message: 'must be gzip or empty' },
+      { at: 'storage.files[0].contents.verification.hash', message: 'must be sha512-<128 hex digits> or sha256-<64 hex digits>' },
+      { at: 'storage.filesystems[0].format', message: 'must be one of ext4, btrfs, xfs, vfat, swap, none' },
     ]);
   });
 });
