@@ -111,8 +111,9 @@ function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Merg
  *   from, for errors (default `spec.output.ignitionVersion`)
  * @returns the version, the config object and its serialisation (`body`, newline-terminated)
  * @throws RequestError (422) listing every plan item Ignition cannot express, each at
- *   the request field it came from (e.g. `spec.provisioning.users[0].inactive`), or at
- *   `spec.output.ignitionVersion` for a spec that is too low or unknown
+ *   the request field it came from (e.g. `spec.provisioning.users[0].inactive`), every
+ *   problem of the additional config (at its request field), or at the version field
+ *   for a spec that is too low (for the config or the additional config's spec) or unknown
  */
 export function renderIgnition(plan: ProvisioningPlan, options: { version?: IgnitionSpecVersion; versionField?: string } = {}): IgnitionRender {
   const requested = options.version;
