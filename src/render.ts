@@ -101,17 +101,21 @@ function render(req: NodeBootstrap, options: RenderOptions): RenderResult {
   let body: string;
   let mediaType: string;
   let ignitionVersion: IgnitionSpecVersion | undefined;
+  const warnings = [...plan.warnings];
   if (format === 'ignition') {
     const requested = options.ignitionVersion ?? req.spec.output?.ignitionVersion;
     const field = options.ignitionVersion !== undefined ? (options.ignitionVersionField ?? 'ignitionVersion') : 'spec.output.ignitionVersion';
     const version = requested === undefined ? undefined : resolveIgnitionVersion(requested, field);
-    const out = renderIgnition(plan, version ? { version } : {});
+    const out = renderIgnition(plan, version ? { version, versionField: field } : {});
     body = out.body;
+    warnings.push(...(out.warnings ?? []));
     ignitionVersion = out.version;
     mediaType = `${IGNITION_MEDIA_TYPE}; version=${out.version}`;
   } else {
     body = renderCloudConfig(plan);
     mediaType = CLOUD_CONFIG_MEDIA_TYPE;
+    // Cluster API's kubeadm bootstrap provider ignores `ignition` for cloud-config too.
+    if (plan.ignition) warnings.push(`${plan.ignition.origin} is ignored: it applies to Ignition output only`);
   }
   const platform = options.platform === undefined ? req.spec.output?.platform : (options.platform ?? undefined);
   const fitted = platform ? fitUserData(format, body, platform, options.platform ? (options.platformField ?? 'platform') : 'spec.output.platform') : { warnings: [] };
@@ -125,6 +129,6 @@ function render(req: NodeBootstrap, options: RenderOptions): RenderResult {
     size: bytes.length,
     kubeadmApiVersion: kubeadm.apiVersion,
     ...(ignitionVersion ? { ignitionVersion } : {}),
-    warnings: [...plan.warnings, ...fitted.warnings],
+    warnings: [...warnings, ...fitted.warnings],
   };
 }

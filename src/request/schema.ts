@@ -181,6 +181,23 @@ export const filesystemSchema = z.strictObject({
   extraOpts: z.array(z.string()).optional(),
 });
 
+/**
+ * Cluster API `ignition` (KubeadmConfigSpec): `containerLinuxConfig.additionalConfig` is
+ * an Ignition 3.x JSON config, a Butane config (`variant: fcos|flatcar`) or a Container
+ * Linux Config, merged into the generated Ignition config (cloud-config ignores it, as
+ * CABPK does). `strict`: unknown keys are errors (Butane and raw Ignition: unless
+ * `strict: false`; Container Linux Config: only with `strict: true`, as Cluster API's
+ * CLC transpiler). The string may hold secrets: errors never quote it.
+ */
+export const ignitionProvisioningSchema = z.strictObject({
+  containerLinuxConfig: z
+    .strictObject({
+      additionalConfig: z.string().max(1024 * 1024, 'must be at most 1 MiB').optional(),
+      strict: z.boolean().optional(),
+    })
+    .optional(),
+});
+
 export const provisioningSchema = z.strictObject({
   files: z.array(fileSchema).optional(),
   bootCommands: commandList.optional(),
@@ -193,6 +210,7 @@ export const provisioningSchema = z.strictObject({
     .optional(),
   /** fstab-style entries: [device, mountpoint, fstype?, options?, dump?, pass?]. */
   mounts: z.array(z.array(z.string()).min(2).max(6)).optional(),
+  ignition: ignitionProvisioningSchema.optional(),
 });
 
 export const KUBEADM_API_VERSIONS = ['kubeadm.k8s.io/v1beta3', 'kubeadm.k8s.io/v1beta4'] as const;

@@ -254,3 +254,25 @@ describe('POST /v1/render ?platform=', () => {
     assert.equal(bad.status, 400);
   });
 });
+
+describe('POST /v1/render with an additional Ignition config', () => {
+  const additionalConfig = JSON.stringify({ ignition: { version: '3.4.0' }, storage: { files: [{ path: '/etc/motd', contents: { source: 'data:,hi' } }] } });
+  const body = worker({ provisioning: { ignition: { containerLinuxConfig: { additionalConfig } } } });
+
+  it("is merged into Ignition output at the additional config's spec; the envelope warns for cloud-config", async () => {
+    const ign = await post().set('accept', IGN).send(body);
+    assert.equal(ign.status, 200);
+    assert.equal(ign.headers['content-type'], `${IGN}; version=3.4.0`);
+    assert.ok((JSON.parse(ign.text) as { storage: { files: { path: string }[] } }).storage.files.some((f) => f.path === '/etc/motd'));
+    const envelope = await post().set('accept', 'application/json').query({ format: 'cloud-config' }).send(body);
+    assert.equal(envelope.status, 200);
+    assert.ok((envelope.body.warnings as string[]).some((w) => w.includes('containerLinuxConfig.additionalConfig is ignored')));
+  });
+
+  it('an Accept version below it is a 422 naming Accept', async () => {
+    const res = await post().set('accept', `${IGN};version=3.3.0`).send(body);
+    assert.equal(res.status, 422);
+    assert.equal(res.body.errors[0].path, 'Accept');
+    assert.match(res.body.errors[0].message, /lower than the spec of spec\.provisioning\.ignition\.containerLinuxConfig\.additionalConfig \(3\.4\.0\)/);
+  });
+});

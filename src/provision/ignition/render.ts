@@ -5,6 +5,7 @@
  */
 import { type FieldProblem, RequestError, fieldError } from '../../errors.js';
 import type { ProvisioningPlan } from '../plan/types.js';
+import { mergeAdditionalConfig, type MergedConfig } from './additional/apply.js';
 import { bootstrapEntries } from './bootstrap.js';
 import type { IgnitionFile, IgnitionUnit, Sourced } from './config.js';
 import type { EncodeOptions } from './dataurl.js';
@@ -24,6 +25,8 @@ export interface IgnitionRender {
   config: Record<string, unknown>;
   /** `JSON.stringify(config)` plus a final newline: the bytes served to the node. */
   body: string;
+  /** Non-fatal remarks (e.g. unknown keys of a non-strict additional config); absent when none. */
+  warnings?: string[];
 }
 
 /** The request field a requested spec version comes from (DESIGN §2 `spec.output`). */
@@ -32,11 +35,12 @@ const VERSION_FIELD = 'spec.output.ignitionVersion';
 const entries = <T>(list: readonly Sourced<T>[]): T[] => list.map((s) => s.entry);
 
 /**
- * Build the config (with `ignition.version` set to `version`).
+ * Build the config (with `ignition.version` set to `version`), with the plan's
+ * additional config merged in (`./additional/apply.ts`).
  *
  * @throws RequestError listing every plan item Ignition cannot express
  */
-function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Record<string, unknown> {
+function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): MergedConfig {
   const encoding: EncodeOptions = { gzip: compareSpecs(version, '3.1.0') >= 0 };
   const problems: FieldProblem[] = [];
 
@@ -72,12 +76,13 @@ function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Reco
     files: entries(files),
     ...(directories.length ? { directories: entries(directories) } : {}),
   };
-  return {
+  const generated = {
     ignition: { version },
     storage,
     systemd: { units: entries(units) },
     ...(passwd.users.length ? { passwd: { users: entries(passwd.users) } } : {}),
   };
+  return mergeAdditionalConfig(generated, plan.ignition, { paths: boot.files.map((f) => f.entry.path), units: boot.units.map((u) => u.entry.name) });
 }
 
 /**
@@ -95,33 +100,48 @@ function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Reco
  * (once) and `kubeadm-bootcmd.service` (every boot); users. See the modules for each
  * part's rules.
  *
+ * Additional config (`plan.ignition`, Cluster API `ignition.containerLinuxConfig`): merged
+ * into the generated config with Ignition's merge rules (`./additional/`); the output is
+ * never below the additional config's own spec, and a requested spec below it is a
+ * RequestError at the version field.
+ *
  * @param plan the provisioning plan
  * @param options.version the spec to write, one of 3.0.0–3.6.0
+ * @param options.versionField the request field or negotiation input the version came
+ *   from, for errors (default `spec.output.ignitionVersion`)
  * @returns the version, the config object and its serialisation (`body`, newline-terminated)
  * @throws RequestError (422) listing every plan item Ignition cannot express, each at
- *   the request field it came from (e.g. `spec.provisioning.users[0].inactive`), or at
- *   `spec.output.ignitionVersion` for a spec that is too low or unknown
+ *   the request field it came from (e.g. `spec.provisioning.users[0].inactive`), every
+ *   problem of the additional config (at its request field), or at the version field
+ *   for a spec that is too low (for the config or the additional config's spec) or unknown
  */
-export function renderIgnition(plan: ProvisioningPlan, options: { version?: IgnitionSpecVersion } = {}): IgnitionRender {
+export function renderIgnition(plan: ProvisioningPlan, options: { version?: IgnitionSpecVersion; versionField?: string } = {}): IgnitionRender {
   const requested = options.version;
+  const field = options.versionField ?? VERSION_FIELD;
   let version: IgnitionSpecVersion;
-  let config: Record<string, unknown>;
+  let built: MergedConfig;
   if (requested !== undefined) {
-    if (!isIgnitionSpecVersion(requested)) fieldError(VERSION_FIELD, `Ignition spec ${String(requested)} is not supported; bootwright writes 3.0.0 to 3.6.0`);
+    if (!isIgnitionSpecVersion(requested)) fieldError(field, `Ignition spec ${String(requested)} is not supported; bootwright writes 3.0.0 to 3.6.0`);
     version = requested;
-    config = buildConfig(plan, version);
-    const use = unsupportedFeature(config, version);
+    built = buildConfig(plan, version);
+    if (built.floor && compareSpecs(version, built.floor) < 0) {
+      fieldError(field, `Ignition spec ${version} is lower than the spec of ${plan.ignition!.origin} (${built.floor}); ask for ${built.floor} or higher`);
+    }
+    const use = unsupportedFeature(built.config, version);
     if (use) {
       fieldError(
-        VERSION_FIELD,
+        field,
         `Ignition spec ${version} cannot express ${use.feature.name} (at ${use.at}); the lowest spec that has it is ${use.feature.since}`,
       );
     }
   } else {
-    // Without gzip (3.0.0) first: gzip is optional, so only the rest decides the version.
-    config = buildConfig(plan, '3.0.0');
-    version = lowestSpecFor(config).version;
-    if (version !== '3.0.0') config = buildConfig(plan, version);
+    // Without gzip (3.0.0) first: gzip is optional, so only the rest decides the version,
+    // and never below the additional config's own spec.
+    built = buildConfig(plan, '3.0.0');
+    version = lowestSpecFor(built.config).version;
+    if (built.floor && compareSpecs(built.floor, version) > 0) version = built.floor;
+    if (version !== '3.0.0') built = buildConfig(plan, version);
   }
-  return { version, config, body: `${JSON.stringify(config)}\n` };
+  const { config, warnings } = built;
+  return { version, config, body: `${JSON.stringify(config)}\n`, ...(warnings.length ? { warnings } : {}) };
 }

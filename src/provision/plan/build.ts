@@ -109,11 +109,26 @@ function planDisks(req: NodeBootstrap): PlanDisk[] {
   }));
 }
 
+/** The additional Ignition config, when the request gives one (Cluster API `ignition.containerLinuxConfig`). */
+function planIgnition(prov: NonNullable<NodeBootstrap['spec']['provisioning']>): Pick<ProvisioningPlan, 'ignition'> {
+  const clc = prov.ignition?.containerLinuxConfig;
+  if (clc?.additionalConfig === undefined) return {};
+  return {
+    ignition: {
+      origin: 'spec.provisioning.ignition.containerLinuxConfig.additionalConfig',
+      additionalConfig: clc.additionalConfig,
+      ...(clc.strict !== undefined ? { strict: clc.strict } : {}),
+    },
+  };
+}
+
 /**
  * Build the plan: PKI and request files (decoded to bytes, modes as numbers, owners
  * split, non-root owners deferred until users exist), users (groups split on commas),
  * ntp, disks, filesystems, mounts, and the command phases with kubeadm as the main
- * command and Cluster API's success sentinel.
+ * command and Cluster API's success sentinel, and the additional Ignition config
+ * (`spec.provisioning.ignition.containerLinuxConfig`, kept as text for the Ignition
+ * renderer).
  *
  * @throws RequestError naming the field for contents that do not decode.
  */
@@ -169,6 +184,7 @@ export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap): Provis
       post: prov.postKubeadmCommands ?? [],
     },
     successSentinel: SUCCESS_SENTINEL,
+    ...planIgnition(prov),
     warnings: [...kubeadm.warnings],
   };
 }

@@ -188,6 +188,20 @@ export interface CommandPhases {
 /** Path of the file written only when kubeadm succeeded (Cluster API's contract). */
 export const SUCCESS_SENTINEL = '/run/cluster-api/bootstrap-success.complete';
 
+/**
+ * A user-supplied Ignition config to merge into the generated one (Cluster API
+ * `ignition.containerLinuxConfig`). Only the Ignition renderer reads it; it is kept as
+ * given (the text is parsed at render time, where its version matters).
+ */
+export interface PlanIgnitionAdditional {
+  /** The request field it came from, for errors. */
+  origin: string;
+  /** The config text: Ignition 3.x JSON, Butane YAML or a Container Linux Config. */
+  additionalConfig: string;
+  /** Cluster API `strict` as given; undefined when the request left it out. */
+  strict?: boolean;
+}
+
 /** The whole plan. */
 export interface ProvisioningPlan {
   /** Node name, used for hostnames and unit descriptions. */
@@ -203,6 +217,8 @@ export interface ProvisioningPlan {
   commands: CommandPhases;
   /** Absolute path written when the main command succeeded. */
   successSentinel: string;
+  /** Extra Ignition config to merge (Ignition output only; other renderers ignore it). */
+  ignition?: PlanIgnitionAdditional;
   /** Non-fatal remarks for the caller (e.g. "kubeadm will generate a new CA"). */
   warnings: string[];
 }

@@ -210,6 +210,16 @@ describe('Cluster API input', () => {
     }
   });
 
+  it('merges ignition.containerLinuxConfig.additionalConfig (CLC) into Ignition output, and names its field in errors', () => {
+    const additionalConfig = 'storage:\n  files:\n    - path: /etc/motd\n      filesystem: root\n      mode: 0644\n      contents:\n        inline: hello from CLC\n';
+    const req = worker({ kubeadmConfigSpec: { format: 'ignition', ignition: { containerLinuxConfig: { additionalConfig } } } });
+    assert.equal(ignitionFiles(JSON.parse(renderNodeBootstrap(validateNodeBootstrap(req)).body)).get('/etc/motd')!.toString(), 'hello from CLC');
+    const bad = worker({ kubeadmConfigSpec: { format: 'ignition', ignition: { containerLinuxConfig: { additionalConfig: 'storage:\n  files:\n    - path: /etc/kubeadm/bootstrap.sh\n      filesystem: root\n      contents: {inline: x}\n' } } } });
+    const problems = problemsOf(() => renderNodeBootstrap(validateNodeBootstrap(bad)));
+    assert.ok(problems.length > 0);
+    assert.ok(problems.every((p) => p.path === 'spec.kubeadmConfigSpec.ignition.containerLinuxConfig.additionalConfig'), JSON.stringify(problems));
+  });
+
   it('takes format as spec.output.format (negotiation still wins)', () => {
     const req = worker({ kubeadmConfigSpec: { format: 'ignition' } });
     assert.equal(renderNodeBootstrap(validateNodeBootstrap(req)).format, 'ignition');

@@ -1,0 +1,87 @@
+/**
+ * What kind of config Cluster API's `ignition.containerLinuxConfig.additionalConfig`
+ * holds, told by its content (the field has no type of its own):
+ * 1. JSON with `ignition.version` → a raw Ignition config;
+ * 2. YAML (JSON is YAML too) whose top level has `variant` → a Butane config;
+ * 3. any other YAML mapping → a Container Linux Config (what CABPK's transpiler reads).
+ *
+ * Parse errors give the line and column and never quote the text, which may hold secrets.
+ */
+import { CORE_SCHEMA, intYaml11Tag, load, YAML11_SCHEMA, YAMLException } from 'js-yaml';
+import { printParseErrorCode, visit } from 'jsonc-parser';
+import { type ConfigProblem, isObject } from './shape.js';
+
+/**
+ * Butane's reader (go-yaml v3): YAML 1.2 core, but a leading-zero integer such as
+ * `0644` is octal as in YAML 1.1 (go-yaml v3 keeps that for modes; Butane's docs write
+ * `mode: 0644`). `0o644` is not read as a number here: write `0644` or `420`.
+ */
+const BUTANE_SCHEMA = CORE_SCHEMA.withTags(intYaml11Tag);
+
+/** The three formats. */
+export type AdditionalKind = 'ignition' | 'butane' | 'clc';
+
+/** A parsed additional config, not yet checked or translated. */
+export interface DetectedConfig {
+  kind: AdditionalKind;
+  /** The parsed document (a mapping). */
+  document: Record<string, unknown>;
+}
+
+/** Thrown with the problem (position, reason) when the text does not parse. */
+export class ParseProblem extends Error {
+  constructor(readonly problem: ConfigProblem) {
+    super(problem.message);
+  }
+}
+
+function yamlProblem(e: unknown): ConfigProblem {
+  const mark = e instanceof YAMLException ? e.mark : undefined;
+  const where = mark ? ` at line ${mark.line + 1} column ${mark.column + 1}` : '';
+  const reason = e instanceof YAMLException ? `: ${e.reason}` : '';
+  return { at: '', message: `malformed YAML${where}${reason}` };
+}
+
+function loadYaml(text: string, schema: typeof CORE_SCHEMA): unknown {
+  try {
+    return load(text, { schema, maxAliases: 100 });
+  } catch (e) {
+    throw new ParseProblem(yamlProblem(e));
+  }
+}
+
+/** JSON.parse, with jsonc-parser's scanner for the position of the first error. */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    let where = '';
+    visit(text, { onError: (code, _o, _l, line, column) => void (where ||= ` at line ${line + 1} column ${column + 1}: ${printParseErrorCode(code)}`) }, { disallowComments: true });
+    throw new ParseProblem({ at: '', message: `malformed JSON${where}` });
+  }
+}
+
+/**
+ * Parse `text` and tell its kind.
+ *
+ * Text starting with `{` is JSON (RFC 8259): with an `ignition` mapping it is an Ignition
+ * config whatever its version (the caller checks the version); otherwise it is read as
+ * YAML like any other text. YAML is read first with Butane's reader; with a top-level
+ * `variant` it is Butane, else it is read again as YAML 1.1 (go-yaml v2, the Container
+ * Linux Config Transpiler's reader: `0644` octal, `yes`/`on` booleans) as a CLC.
+ *
+ * @throws ParseProblem for empty text, malformed JSON or YAML (line and column), or a
+ *   document that is not a mapping
+ */
+export function detectAdditionalConfig(text: string): DetectedConfig {
+  if (text.trim() === '') throw new ParseProblem({ at: '', message: 'is empty' });
+  if (text.trimStart().startsWith('{')) {
+    const doc = parseJson(text);
+    if (isObject(doc) && isObject(doc.ignition) && 'version' in doc.ignition) return { kind: 'ignition', document: doc };
+  }
+  const butane = loadYaml(text, BUTANE_SCHEMA);
+  if (!isObject(butane)) throw new ParseProblem({ at: '', message: 'must be a mapping (an Ignition JSON config, a Butane config or a Container Linux Config)' });
+  if ('variant' in butane) return { kind: 'butane', document: butane };
+  if (isObject(butane.ignition) && 'version' in butane.ignition) return { kind: 'ignition', document: butane };
+  return { kind: 'clc', document: loadYaml(text, YAML11_SCHEMA) as Record<string, unknown> };
+}
