@@ -9,7 +9,7 @@ import request from 'supertest';
 import { openPostgresStore } from '../../src/store/postgres.js';
 import { openSqliteStore } from '../../src/store/sqlite.js';
 import type { Store } from '../../src/store/store.js';
-import { createDatabase, dropDatabase, testDatabase } from '../support/postgres.js';
+import { dropDatabase, testDatabase } from '../support/postgres.js';
 import { testService } from '../support/server.js';
 
 /** Ready with the store up; after `breakStore`, a 503 problem+json while /healthz stays 200. */
@@ -38,16 +38,15 @@ describe('/readyz', () => {
   });
 });
 
-if ((await testDatabase('/readyz on PostgreSQL')) !== undefined) {
+const databaseUrl = await testDatabase('/readyz on PostgreSQL');
+if (databaseUrl !== undefined) {
   describe('/readyz', () => {
     it('PostgreSQL: 200 while the database answers, 503 once it is gone', async () => {
-      const db = await createDatabase();
-      const store = await openPostgresStore(db.url, { poolSize: 2 });
+      const store = await openPostgresStore(databaseUrl, { poolSize: 2 });
       try {
-        await checkReadiness(store, () => dropDatabase(db.name));
+        await checkReadiness(store, () => dropDatabase(new URL(databaseUrl).pathname.slice(1)));
       } finally {
         await store.close();
-        await dropDatabase(db.name);
       }
     });
   });
