@@ -1,35 +1,98 @@
 /**
- * `npm run bench`: every benchmark, one run, figures as ratios where they compare.
- * BENCH_TIME: milliseconds per measured render task (default 500); BENCH_HTTP_SECONDS:
- * seconds per HTTP load (default 10); BENCH_STORM_MACHINES: machines in the boot storm
- * (default 10000).
+ * `npm run bench [-- SECTION…]`: the benchmarks, one run, figures as ratios where they
+ * compare. Sections: render, http, storm, fault, scale-sqlite, scale-pg; with none, the
+ * default set (render, http, storm, fault; the scale runs take several minutes each).
+ * Environment: BENCH_TIME, milliseconds per measured render task (default 500);
+ * BENCH_HTTP_SECONDS, seconds per HTTP load (default 10); BENCH_STORM_MACHINES, machines
+ * in the storm and fault runs and the scale baseline (default 10000);
+ * BENCH_SCALE_MACHINES, machines in the large scale store (default 100000). PostgreSQL
+ * sections use a throwaway database on BOOTWRIGHT_TEST_DATABASE_URL's server.
  */
+import { faultBenchmark } from './fault.js';
 import { httpBenchmark } from './http.js';
 import { renderBenchmark } from './render.js';
-import { stormBenchmark } from './storm.js';
+import { scaleBenchmark } from './scale.js';
+import { storeStorms } from './storm-stores.js';
+import type { RouteFigure } from './storm.js';
+
+const SECTIONS = ['render', 'http', 'storm', 'fault', 'scale-sqlite', 'scale-pg'] as const;
+const DEFAULT = ['render', 'http', 'storm', 'fault'];
+const asked = process.argv.slice(2);
+for (const a of asked) if (!(SECTIONS as readonly string[]).includes(a)) throw new Error(`unknown section "${a}"; choose from ${SECTIONS.join(', ')}`);
+const run = (section: (typeof SECTIONS)[number]) => (asked.length ? asked : DEFAULT).includes(section);
 
 const f = (n: number, d = 1) => n.toFixed(d);
-
-console.log('# render (no cache)');
-console.log('subject                 | render µs | validated µs | renders/s | serialize µs | render/serialize');
-for (const r of await renderBenchmark(Number(process.env.BENCH_TIME ?? 500))) {
-  console.log(
-    `${r.name.padEnd(23)} | ${f(r.renderMicros).padStart(9)} | ${f(r.renderValidatedMicros).padStart(12)} | ${f(r.rendersPerSecond, 0).padStart(9)} | ${f(r.serializeMicros).padStart(12)} | ${f(r.ratioToSerialize, 2).padStart(16)}`,
-  );
-}
-
-console.log('\n# HTTP (autocannon, loopback, 32 connections)');
-const http = await httpBenchmark(Number(process.env.BENCH_HTTP_SECONDS ?? 10));
-console.log('load                         | req/s    | p50 ms | p99 ms | non-2xx | errors');
-for (const h of http.figures) {
-  console.log(`${h.name.padEnd(28)} | ${f(h.requestsPerSecond, 0).padStart(8)} | ${f(h.p50Ms, 2).padStart(6)} | ${f(h.p99Ms, 2).padStart(6)} | ${String(h.non2xx).padStart(7)} | ${h.errors}`);
-}
-console.log(`cache hit / bare: ${f(http.hitOverBare, 2)}`);
-
 const machines = Number(process.env.BENCH_STORM_MACHINES ?? 10_000);
-console.log(`\n# boot storm (${machines} machines: boot.ipxe → ipxe → ignition, 200 at a time, SQLite)`);
-const storm = await stormBenchmark(machines);
-console.log(`total ${f(storm.totalSeconds, 1)} s, ${f((machines * 3) / storm.totalSeconds, 0)} req/s, errors ${storm.errors}, server peak RSS ${f(storm.peakRssMiB, 0)} MiB`);
-console.log('route       | count  | p50 ms | p99 ms');
-for (const r of storm.routes) console.log(`${r.route.padEnd(11)} | ${String(r.count).padStart(6)} | ${f(r.p50Ms, 2).padStart(6)} | ${f(r.p99Ms, 2).padStart(6)}`);
-console.log(`/ignition ${f(storm.ignitionRps, 0)} req/s vs POST /v1/render cache hit ${f(storm.renderHitRps, 0)} req/s: ratio ${f(storm.ignitionRps / storm.renderHitRps, 2)}`);
+const route = (routes: RouteFigure[], name: string) => routes.find((r) => r.route === name)!;
+const mib = (bytes: number) => f(bytes / 2 ** 20, 1);
+
+if (run('render')) {
+  console.log('# render (no cache)');
+  console.log('subject                 | render µs | validated µs | renders/s | serialize µs | render/serialize');
+  for (const r of await renderBenchmark(Number(process.env.BENCH_TIME ?? 500))) {
+    console.log(
+      `${r.name.padEnd(23)} | ${f(r.renderMicros).padStart(9)} | ${f(r.renderValidatedMicros).padStart(12)} | ${f(r.rendersPerSecond, 0).padStart(9)} | ${f(r.serializeMicros).padStart(12)} | ${f(r.ratioToSerialize, 2).padStart(16)}`,
+    );
+  }
+}
+
+if (run('http')) {
+  console.log('\n# HTTP (autocannon, loopback, 32 connections)');
+  const http = await httpBenchmark(Number(process.env.BENCH_HTTP_SECONDS ?? 10));
+  console.log('load                         | req/s    | p50 ms | p99 ms | non-2xx | errors');
+  for (const h of http.figures) {
+    console.log(`${h.name.padEnd(28)} | ${f(h.requestsPerSecond, 0).padStart(8)} | ${f(h.p50Ms, 2).padStart(6)} | ${f(h.p99Ms, 2).padStart(6)} | ${String(h.non2xx).padStart(7)} | ${h.errors}`);
+  }
+  console.log(`cache hit / bare: ${f(http.hitOverBare, 2)}`);
+}
+
+if (run('storm')) {
+  console.log(`\n# boot storm (${machines} machines: boot.ipxe → ipxe → ignition, 200 at a time; servers and proxy are separate processes)`);
+  const s = await storeStorms(machines);
+  console.log(`registration through the Store API: SQLite ${f(s.registerSeconds.sqlite)} s, PostgreSQL ${f(s.registerSeconds.postgres)} s (16 at a time)`);
+  console.log('setup                  | total s | req/s | errors | boot.ipxe p50/p99 ms | ipxe p50/p99 ms | ignition p50/p99 ms | peak RSS MiB');
+  for (const { name, run: r, peakRssMiB } of s.setups) {
+    const pp = (n: string) => `${f(route(r.routes, n).p50Ms, 2)} / ${f(route(r.routes, n).p99Ms, 2)}`.padStart(n === '/ignition' ? 19 : n === '/ipxe' ? 15 : 20);
+    console.log(
+      `${name.padEnd(22)} | ${f(r.totalSeconds, 1).padStart(7)} | ${f((r.machines * 3) / r.totalSeconds, 0).padStart(5)} | ${String(r.errors).padStart(6)} | ${pp('/boot.ipxe')} | ${pp('/ipxe')} | ${pp('/ignition')} | ${peakRssMiB.map((m) => f(m, 0)).join(' + ')}`,
+    );
+    for (const e of r.errorSamples) console.log(`  error: ${e}`);
+  }
+  const [sq, p1, p2] = s.setups.map((x) => x.run) as [typeof s.setups[0]['run'], typeof s.setups[0]['run'], typeof s.setups[0]['run']];
+  const ign = (r: typeof sq) => route(r.routes, '/ignition').p99Ms;
+  console.log('ratio                          | total time | /ignition p99');
+  console.log(`PostgreSQL 1 / SQLite 1        | ${f(p1.totalSeconds / sq.totalSeconds, 2).padStart(10)} | ${f(ign(p1) / ign(sq), 2).padStart(13)}`);
+  console.log(`PostgreSQL 2+proxy / SQLite 1  | ${f(p2.totalSeconds / sq.totalSeconds, 2).padStart(10)} | ${f(ign(p2) / ign(sq), 2).padStart(13)}`);
+  console.log(`PostgreSQL 2+proxy / PG 1      | ${f(p2.totalSeconds / p1.totalSeconds, 2).padStart(10)} | ${f(ign(p2) / ign(p1), 2).padStart(13)}`);
+  console.log(`SQLite: /ignition ${f(s.ignitionRps, 0)} req/s vs POST /v1/render cache hit ${f(s.renderHitRps, 0)} req/s: ratio ${f(s.ignitionRps / s.renderHitRps, 2)}`);
+}
+
+if (run('fault')) {
+  console.log(`\n# fault: 2 PostgreSQL replicas behind the proxy, one killed (SIGKILL) halfway through a ${machines}-machine storm; clients retry as Ignition does`);
+  const r = await faultBenchmark(machines);
+  console.log(`killed after ${r.killedAt} machines; total ${f(r.run.totalSeconds, 1)} s; retries ${r.run.retries}; proxy failovers ${r.proxy.failovers}, dropped ${r.proxy.dropped}`);
+  console.log(`machines with their config: ${r.booted} / ${machines} (errors ${r.run.errors}) — ${r.booted === machines ? 'PASS' : 'FAIL'}`);
+  console.log(
+    `audit: ${r.auditOk} rows /ignition 200 for ${r.booted} configs received; configs without an audit row: ${r.unaudited} — ${r.unaudited === 0 ? 'PASS' : 'FAIL'}; audited but never received (in flight on the killed replica): ${r.auditedNotReceived}`,
+  );
+  for (const e of r.run.errorSamples) console.log(`  error: ${e}`);
+  const ign = route(r.run.routes, '/ignition');
+  console.log(`/ignition p50 ${f(ign.p50Ms, 2)} ms, p99 ${f(ign.p99Ms, 2)} ms`);
+}
+
+for (const kind of ['sqlite', 'postgres'] as const) {
+  if (!run(kind === 'sqlite' ? 'scale-sqlite' : 'scale-pg')) continue;
+  const large = Number(process.env.BENCH_SCALE_MACHINES ?? 100_000);
+  console.log(`\n# scale (${kind}): ${machines} machines booting out of ${machines} and out of ${large} registered`);
+  const s = await scaleBenchmark(kind, large, machines);
+  console.log('registered | register s | store MiB | RSS MiB (peak) | errors | ipxe p99 ms | ignition p50 / p99 ms');
+  for (const p of s.points) {
+    const ign = route(p.run.routes, '/ignition');
+    console.log(
+      `${String(p.registered).padStart(10)} | ${f(p.registerSeconds, 1).padStart(10)} | ${mib(p.sizeBytes).padStart(9)} | ${`${f(p.rssMiB, 0)} (${f(p.peakRssMiB, 0)})`.padStart(14)} | ${String(p.run.errors).padStart(6)} | ${f(route(p.run.routes, '/ipxe').p99Ms, 2).padStart(11)} | ${f(ign.p50Ms, 2)} / ${f(ign.p99Ms, 2)}`,
+    );
+  }
+  const [small, big] = s.points as [(typeof s.points)[0], (typeof s.points)[0]];
+  const ratio = route(big.run.routes, '/ignition').p99Ms / route(small.run.routes, '/ignition').p99Ms;
+  console.log(`/ignition p99 ${large} / ${machines}: ${f(ratio, 2)} (aim ≤ 1.5: ${ratio <= 1.5 ? 'met' : 'NOT met'})`);
+}

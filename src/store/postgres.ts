@@ -48,7 +48,16 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Most connections the pool opens (default 10). */
   poolSize?: number;
+  /** How long {@link PostgresStore.ping} waits for `SELECT 1`, milliseconds (default {@link PING_TIMEOUT_MS}). */
+  pingTimeoutMs?: number;
 }
+
+/**
+ * Default readiness ping budget, milliseconds: under the 2 s timeout of the Kubernetes
+ * readiness probe (deploy/kubernetes), so a hung database fails the probe with a 503
+ * rather than a probe timeout.
+ */
+export const PING_TIMEOUT_MS = 1500;
 
 /** Where the PostgreSQL migrations are, next to this module (src/ under tsx, dist/ once built). */
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/postgres/', import.meta.url));
@@ -120,7 +129,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     await pool.end().catch(ignore);
     throw e;
   }
-  return new PostgresStore(pool, options.now ?? (() => new Date()));
+  return new PostgresStore(pool, options.now ?? (() => new Date()), options.pingTimeoutMs ?? PING_TIMEOUT_MS);
 }
 
 /** The PostgreSQL {@link Store}. Construct with {@link openPostgresStore}. */
@@ -130,6 +139,7 @@ export class PostgresStore implements Store {
   constructor(
     private readonly pool: pg.Pool,
     private readonly now: () => Date,
+    private readonly pingTimeoutMs: number = PING_TIMEOUT_MS,
   ) {}
 
   private timestamp(): string {
@@ -395,10 +405,26 @@ export class PostgresStore implements Store {
     return (await this.pool.query<DiscoveredRow>('SELECT * FROM discovered ORDER BY last_seen DESC, mac, uuid, serial, hostname LIMIT $1', [limit])).rows.map(toDiscovered);
   }
 
-  /** @inheritdoc */
+  /**
+   * `SELECT 1` through the pool, bounded by the ping timeout (waiting for a pooled
+   * connection included): a database that is down, unreachable or hung rejects within it.
+   *
+   * @throws Error when the store is closed, the query fails, or the timeout passes.
+   */
   async ping(): Promise<void> {
     if (this.closed) throw new Error('the PostgreSQL store is closed');
-    await this.pool.query('SELECT 1');
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`PostgreSQL did not answer within ${this.pingTimeoutMs} ms`)), this.pingTimeoutMs);
+    });
+    const query = this.pool.query('SELECT 1');
+    // A query still running after the timeout must not become an unhandled rejection.
+    query.catch(ignore);
+    try {
+      await Promise.race([query, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** @inheritdoc */

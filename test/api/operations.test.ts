@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -8,6 +7,7 @@ import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { startProcess } from '../support/process.js';
 import { worker } from '../support/requests.js';
 import { RENDERER, testService } from '../support/server.js';
 
@@ -69,23 +69,6 @@ describe('overload and rate limits', () => {
     }
   });
 });
-
-/** Start `bootwright serve` as a real process; resolves with its port once it listens. */
-function startProcess(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], { env: { ...process.env, BOOTWRIGHT_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let logs = '';
-  const port = new Promise<number>((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      logs += d.toString();
-      const m = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(logs);
-      if (m) resolve(Number(m[1]));
-    });
-    child.stderr.on('data', (d: Buffer) => (logs += d.toString()));
-    child.on('exit', (code) => reject(new Error(`exited ${String(code)}: ${logs}`)));
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, port, exited, logs: () => logs };
-}
 
 describe('serve', () => {
   it('first start writes an admin token (0600) and logs its path, never the token', async () => {

@@ -485,19 +485,3 @@ describe('redaction', () => {
     assert.ok(!svc.logs().includes('unhandled error'), 'no request ended in a 500');
   });
 });
-
-describe('/readyz', () => {
-  it('is 503 when the store does not answer', async () => {
-    const own = await openSqliteStore(':memory:');
-    const s = await testService({ logLevel: 'silent' }, { store: own });
-    try {
-      assert.equal((await request(s.app.server).get('/readyz')).status, 200);
-      await own.close();
-      const res = await request(s.app.server).get('/readyz');
-      assert.equal(res.status, 503);
-      assert.match(res.headers['content-type'] ?? '', /^application\/problem\+json/);
-    } finally {
-      await s.app.close();
-    }
-  });
-});

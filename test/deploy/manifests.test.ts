@@ -1,19 +1,26 @@
 /**
- * The deployment files agree with the service: deploy/kubernetes/*.yaml (probes hit
- * routes the service really serves, ports, selectors, security context, config keys)
- * and the Dockerfile (multi-stage, non-root numeric USER, healthcheck, exec-form CMD,
+ * The deployment files agree with the service: deploy/kubernetes/base/*.yaml (probes hit
+ * routes the service really serves, ports, selectors, security context, config keys),
+ * the replicated overlay deploy/kubernetes/replicated (PostgreSQL from a Secret whose
+ * key names match, a PodDisruptionBudget selecting the pods, readiness on /readyz; also
+ * built with `kubectl kustomize` when kubectl is installed) and the Dockerfile (multi-stage, non-root numeric USER, healthcheck, exec-form CMD,
  * no devDependencies in the final image). Read-only: nothing is built or applied.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { loadAll } from 'js-yaml';
 import { buildServer } from '../../src/api/server.js';
-import { configSchema, loadConfig } from '../../src/config.js';
+import { decodeConfiguredKey } from '../../src/boot/sign.js';
+import { ConfigError, configSchema, loadConfig } from '../../src/config.js';
+import { PING_TIMEOUT_MS } from '../../src/store/postgres.js';
 
 const root = new URL('../../', import.meta.url);
-const k8sDir = new URL('deploy/kubernetes/', root);
+const k8sTop = new URL('deploy/kubernetes/', root);
+const k8sDir = new URL('base/', k8sTop);
+const overlayDir = new URL('replicated/', k8sTop);
 const read = (url: URL) => readFileSync(url, 'utf8');
 
 // ---------------------------------------------------------------------------------
@@ -34,6 +41,7 @@ interface K8sObject {
 }
 interface Probe {
   httpGet?: { path?: string; port?: string | number };
+  timeoutSeconds?: number;
 }
 interface SecurityContext {
   runAsNonRoot?: boolean;
@@ -51,6 +59,7 @@ interface Container {
   name: string;
   ports?: ContainerPort[];
   envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
+  env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
   livenessProbe?: Probe;
   readinessProbe?: Probe;
   startupProbe?: Probe;
@@ -86,6 +95,7 @@ interface PodDisruptionBudget extends K8sObject {
 }
 interface Kustomization extends K8sObject {
   resources?: string[];
+  patches?: { path?: string }[];
 }
 interface ConfigMap extends K8sObject {
   data?: Record<string, unknown>;
@@ -151,6 +161,12 @@ const probes = (['livenessProbe', 'readinessProbe', 'startupProbe'] as const).fl
 });
 
 describe('deploy/kubernetes manifests', () => {
+  it('deploy/kubernetes applies the base', () => {
+    const top: Kustomization | undefined = loadAll(read(new URL('kustomization.yaml', k8sTop))).find(isObject);
+    assert.equal(top?.kind, 'Kustomization');
+    assert.deepEqual(top.resources, ['base']);
+  });
+
   it('every file parses, and the kustomization lists exactly the other files', () => {
     assert.ok(yamlFiles.includes('kustomization.yaml'));
     for (const [f, docs] of docsByFile) assert.ok(docs.length > 0, `${f} holds no object`);
@@ -271,6 +287,155 @@ describe('deploy/kubernetes manifests', () => {
   });
 });
 
+// ---------------------------------------------------------------------------------
+// The replicated overlay (PostgreSQL)
+// ---------------------------------------------------------------------------------
+
+const overlayFiles = readdirSync(overlayDir)
+  .filter((f) => /\.ya?ml$/.test(f))
+  .sort();
+/** The one object of an overlay file. */
+const overlayDoc = (file: string): K8sObject => {
+  const docs = loadAll(read(new URL(file, overlayDir))).filter(isObject);
+  assert.equal(docs.length, 1, `${file} holds one object`);
+  return docs[0]!;
+};
+const overlay: Kustomization = overlayDoc('kustomization.yaml');
+const patchFiles = (overlay.patches ?? []).map((p) => p.path ?? '(inline)');
+const overlayPatches = patchFiles.map((f) => overlayDoc(f));
+const patchOf = (kind: string): K8sObject => {
+  const found = overlayPatches.filter((o) => o.kind === kind);
+  assert.equal(found.length, 1, `one ${kind} patch`);
+  return found[0]!;
+};
+const deploymentPatch = patchOf('Deployment') as Deployment;
+const pdbPatch = patchOf('PodDisruptionBudget') as PodDisruptionBudget;
+const patchedContainer = deploymentPatch.spec.template.spec.containers[0]!;
+const databaseSecret: Secret = overlayDoc('database-secret.yaml');
+const overlayProbes = (['livenessProbe', 'readinessProbe', 'startupProbe'] as const).flatMap((name) => {
+  const probe = patchedContainer[name];
+  return probe ? [[`replicated ${name}`, probe] as const] : [];
+});
+
+/** The overlay as kubectl builds it; undefined when kubectl is not installed. */
+function kustomizeBuild(dir: URL): K8sObject[] | undefined {
+  try {
+    return loadAll(execFileSync('kubectl', ['kustomize', dir.pathname], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })).filter(isObject);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+}
+
+describe('deploy/kubernetes/replicated overlay', () => {
+  it('builds on the base and lists every other file as a resource or a patch', () => {
+    assert.equal(overlay.kind, 'Kustomization');
+    assert.ok(overlay.resources?.includes('../base'));
+    const listed = [...(overlay.resources ?? []).filter((r) => r !== '../base'), ...patchFiles].sort();
+    assert.deepEqual(listed, overlayFiles.filter((f) => f !== 'kustomization.yaml'));
+  });
+
+  it('patches the base Deployment and PDB by kind, name and namespace, and its container by name', () => {
+    for (const [patch, base] of [
+      [deploymentPatch, deployment],
+      [pdbPatch, one('PodDisruptionBudget')],
+    ] as const) {
+      assert.equal(patch.apiVersion, base.apiVersion);
+      assert.equal(patch.metadata?.name, base.metadata?.name);
+      assert.equal(patch.metadata?.namespace, base.metadata?.namespace);
+    }
+    assert.equal(deploymentPatch.spec.template.spec.containers.length, 1);
+    assert.equal(patchedContainer.name, container.name);
+  });
+
+  it('runs at least 2 replicas, and the PDB keeps at least one serving yet allows a drain', () => {
+    const replicas = deploymentPatch.spec.replicas ?? 0;
+    assert.ok(replicas >= 2, `replicas ${replicas}`);
+    const minAvailable = pdbPatch.spec.minAvailable;
+    assert.ok(typeof minAvailable === 'number' && minAvailable >= 1 && minAvailable < replicas, `minAvailable ${String(minAvailable)} of ${replicas}`);
+    // The patch keeps the base selector, which selects the Deployment's pods.
+    assert.equal(pdbPatch.spec.selector, undefined);
+    assert.ok(selects(one('PodDisruptionBudget').spec.selector.matchLabels, podLabels));
+  });
+
+  it('the database URL and the URL-signing key come from the Secret, by key names it holds', () => {
+    assert.equal(databaseSecret.kind, 'Secret');
+    assert.equal(databaseSecret.metadata?.namespace, 'bootwright');
+    assert.equal(databaseSecret.metadata.labels?.['app.kubernetes.io/name'], 'bootwright');
+    assert.equal(databaseSecret.data, undefined, 'placeholders only, in stringData');
+    const env = patchedContainer.env ?? [];
+    const byName = new Map(env.map((e) => [e.name, e]));
+    for (const name of ['BOOTWRIGHT_DATABASE_URL', 'BOOTWRIGHT_URL_SIGNING_KEY']) {
+      const ref = byName.get(name)?.valueFrom?.secretKeyRef;
+      assert.ok(ref, `${name} from a secretKeyRef`);
+      assert.equal(byName.get(name)?.value, undefined, `${name} has no literal value`);
+      assert.equal(ref.name, databaseSecret.metadata.name);
+      assert.ok(databaseSecret.stringData && ref.key in databaseSecret.stringData, `the Secret holds key ${ref.key}`);
+    }
+    for (const e of env) assert.ok(camel(e.name) in configSchema.shape, `${e.name} is a config variable`);
+    // Every key of the Secret is used.
+    const used = new Set(env.map((e) => e.valueFrom?.secretKeyRef?.key));
+    for (const key of Object.keys(databaseSecret.stringData ?? {})) assert.ok(used.has(key), `Secret key ${key} is unused`);
+  });
+
+  it('the whole environment loads with PostgreSQL selected, and the placeholder key is refused', () => {
+    const values = databaseSecret.stringData ?? {};
+    const env: Record<string, string> = {};
+    for (const [key, value] of Object.entries({ ...one('ConfigMap').data, ...one('Secret').stringData })) env[key] = String(value);
+    for (const e of patchedContainer.env ?? []) {
+      const ref = e.valueFrom?.secretKeyRef;
+      env[e.name] = ref ? String(values[ref.key]) : (e.value ?? '');
+    }
+    const config = loadConfig(env);
+    assert.match(config.databaseUrl ?? '', /^postgres(ql)?:\/\//);
+    assert.ok(config.tokens.length > 0, 'replicas must share configured tokens');
+    // A placeholder that worked would be a key everyone knows: the service must refuse to
+    // start with it (the key is decoded when the server is built).
+    assert.ok(config.urlSigningKey !== undefined);
+    assert.throws(() => decodeConfiguredKey(config.urlSigningKey ?? ''), ConfigError);
+  });
+
+  it('readiness probes /readyz (which pings the database) on the http port, within its timeout', () => {
+    const probe = patchedContainer.readinessProbe;
+    assert.equal(probe?.httpGet?.path, '/readyz');
+    assert.ok(isHttpPort(probe.httpGet.port));
+    // The store ping gives up after 1.5 s (PING_TIMEOUT_MS): inside the probe's timeout.
+    assert.ok((probe.timeoutSeconds ?? 1) * 1000 > PING_TIMEOUT_MS);
+  });
+
+  it('kubectl kustomize builds it: the rendered objects agree', (t) => {
+    const built = kustomizeBuild(overlayDir);
+    if (!built) {
+      t.skip('*** kubectl not installed: the overlay was checked file by file only ***');
+      return;
+    }
+    const of = (kind: string, name?: string): K8sObject => {
+      const found = built.filter((o) => o.kind === kind && (name === undefined || o.metadata?.name === name));
+      assert.equal(found.length, 1, `one ${kind} ${name ?? ''}`);
+      return found[0]!;
+    };
+    const d = of('Deployment') as Deployment;
+    const pdb = of('PodDisruptionBudget') as PodDisruptionBudget;
+    const c = d.spec.template.spec.containers[0]!;
+    const labels = d.spec.template.metadata?.labels ?? {};
+    assert.equal(d.spec.replicas, deploymentPatch.spec.replicas);
+    assert.ok(selects(d.spec.selector.matchLabels, labels));
+    assert.ok(selects(pdb.spec.selector.matchLabels, labels));
+    assert.equal(pdb.spec.minAvailable, pdbPatch.spec.minAvailable);
+    assert.ok(selects((of('Service') as Service).spec.selector, labels));
+    assert.equal(c.readinessProbe?.httpGet?.path, '/readyz');
+    assert.equal(c.livenessProbe?.httpGet?.path, '/healthz');
+    // The base environment stays; the database comes on top of it.
+    assert.deepEqual(c.envFrom, container.envFrom);
+    const secret: Secret = of('Secret', databaseSecret.metadata?.name);
+    for (const e of c.env ?? []) {
+      const ref = e.valueFrom?.secretKeyRef;
+      if (ref) assert.ok(ref.name === secret.metadata?.name && secret.stringData && ref.key in secret.stringData, `${e.name}: ${ref.name}/${ref.key}`);
+    }
+    assert.ok((c.env ?? []).some((e) => e.name === 'BOOTWRIGHT_DATABASE_URL'));
+  });
+});
+
 describe('deploy/kubernetes probe paths are served by the service', () => {
   let app: FastifyInstance | undefined;
   before(async () => {
@@ -282,7 +447,7 @@ describe('deploy/kubernetes probe paths are served by the service', () => {
     await app?.close();
   });
 
-  for (const [name, probe] of probes) {
+  for (const [name, probe] of [...probes, ...overlayProbes]) {
     const path = probe.httpGet?.path ?? '(none)';
     it(`${name} GET ${path} answers 200 without a token`, async () => {
       assert.ok(app);

@@ -8,59 +8,18 @@
  * Without a reachable server the tests skip loudly, except under CI where they fail.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import pg from 'pg';
 import { PreconditionFailedError } from '../../src/store/errors.js';
 import { openPostgresStore, PostgresStore } from '../../src/store/postgres.js';
 import type { Store } from '../../src/store/store.js';
+import { createDatabase, dropDatabase, testDatabase } from '../support/postgres.js';
 import { storeSuite } from './suite.js';
 
-const ADMIN_URL = process.env.BOOTWRIGHT_TEST_DATABASE_URL ?? 'postgres://bootwright:bootwright@127.0.0.1:5432/postgres';
-const database = `bootwright_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+const url = await testDatabase('PostgreSQL store');
 
-/** Create the run's database; the reason when the server cannot be used. */
-async function setUp(): Promise<string | undefined> {
-  const admin = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 5000 });
-  try {
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${database}`);
-    return undefined;
-  } catch (e) {
-    return e instanceof Error ? e.message : String(e);
-  } finally {
-    await admin.end().catch(() => undefined);
-  }
-}
-
-const unreachable = await setUp();
-const dbUrl = (() => {
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${database}`;
-  return url.toString();
-})();
-
-if (unreachable !== undefined) {
-  const line = `*** SKIPPED: PostgreSQL not reachable at ${ADMIN_URL.replace(/\/\/[^@/]*@/, '//***@')} (${unreachable}); set BOOTWRIGHT_TEST_DATABASE_URL ***`;
-  if (process.env.CI) {
-    it('PostgreSQL is reachable (required under CI)', () => {
-      assert.fail(line.replace('SKIPPED', 'FAILED'));
-    });
-  } else {
-    console.log(`\n${line}\n`);
-    it('PostgreSQL store', { skip: line }, () => undefined);
-  }
-} else {
-  after(async () => {
-    const admin = new pg.Client({ connectionString: ADMIN_URL });
-    await admin.connect();
-    try {
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    } finally {
-      await admin.end();
-    }
-  });
-
+if (url !== undefined) {
+  const dbUrl = url;
   let n = 0;
   const schemas = new WeakMap<Store, string>();
   const open = async (schema: string) => {
@@ -94,6 +53,43 @@ if (unreachable !== undefined) {
         assert.deepEqual(rows, [{ version: 1, name: 'inventory' }]);
       } finally {
         await client.end();
+      }
+    });
+
+    it('ping answers while the database is up, and rejects once it is dropped', async () => {
+      const other = await createDatabase();
+      const store = await openPostgresStore(other.url, { poolSize: 2 });
+      try {
+        await store.ping();
+        await dropDatabase(other.name);
+        await assert.rejects(store.ping(), /does not exist|terminat/);
+      } finally {
+        await store.close();
+        await dropDatabase(other.name);
+      }
+    });
+
+    it('ping rejects within its timeout when the database hangs (no free connection)', async () => {
+      const schema = `s${++n}`;
+      const store = await openPostgresStore(dbUrl, { schema, poolSize: 1, pingTimeoutMs: 300 });
+      const locker = new pg.Client({ connectionString: dbUrl });
+      await locker.connect();
+      try {
+        await store.takeFetch('node-1', 10);
+        // Another session holds the counter row: the store's only connection waits on it.
+        await locker.query('BEGIN');
+        await locker.query(`SELECT * FROM ${schema}.fetch_counts WHERE machine = 'node-1' FOR UPDATE`);
+        const blocked = store.takeFetch('node-1', 10);
+        const t0 = performance.now();
+        await assert.rejects(store.ping(), /did not answer within 300 ms/);
+        const waited = performance.now() - t0;
+        assert.ok(waited >= 290 && waited < 2000, `waited ${waited} ms`);
+        await locker.query('ROLLBACK');
+        assert.equal(await blocked, true);
+        await store.ping();
+      } finally {
+        await locker.end();
+        await store.close();
       }
     });
 

@@ -1,0 +1,72 @@
+/**
+ * `bootwright serve` as a separate process for the benchmarks: loopback, logs at warn,
+ * rate limits and overload shedding off, a known admin token, and the process's memory
+ * figures from /proc (Linux).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** The admin token every benchmark server accepts. */
+export const BENCH_TOKEN = 'bench-admin-token-0123456789abcdef';
+
+/** A running service process. */
+export interface BenchServer {
+  child: ChildProcess;
+  port: number;
+  base: string;
+}
+
+/**
+ * Start `bootwright serve` on `port` and wait until `/readyz` answers 200 (at most 30 s).
+ *
+ * @param env extra BOOTWRIGHT_* variables: BOOTWRIGHT_DATA_DIR, and
+ *   BOOTWRIGHT_DATABASE_URL / BOOTWRIGHT_URL_SIGNING_KEY for PostgreSQL replicas.
+ * @throws Error when the process exits or is not ready in time (it is killed).
+ */
+export async function startServe(port: number, env: Record<string, string>): Promise<BenchServer> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+    env: {
+      ...process.env,
+      BOOTWRIGHT_HOST: '127.0.0.1',
+      BOOTWRIGHT_PORT: String(port),
+      BOOTWRIGHT_LOG_LEVEL: 'warn',
+      BOOTWRIGHT_RATE_LIMIT_MAX: '0',
+      BOOTWRIGHT_MAX_EVENT_LOOP_DELAY_MS: '0',
+      BOOTWRIGHT_TOKENS: JSON.stringify([{ name: 'bench', token: BENCH_TOKEN, scopes: ['admin'] }]),
+      ...env,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited (${String(child.exitCode ?? child.signalCode)})`);
+    try {
+      if ((await fetch(`${base}/readyz`)).ok) return { child, port, base };
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  child.kill('SIGKILL');
+  throw new Error('server not ready within 30 s');
+}
+
+/** Stop a server with SIGTERM and wait for it to exit. */
+export async function stopServe(server: BenchServer): Promise<void> {
+  if (server.child.exitCode !== null || server.child.signalCode !== null) return;
+  const exited = new Promise((resolve) => server.child.once('exit', resolve));
+  server.child.kill('SIGTERM');
+  await exited;
+}
+
+/**
+ * A process's resident set size now and at its peak, MiB (Linux VmRSS and VmHWM).
+ *
+ * @returns NaN for a figure /proc does not give.
+ */
+export function rss(pid: number): { rssMiB: number; peakMiB: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) / 1024;
+  return { rssMiB: kb('VmRSS'), peakMiB: kb('VmHWM') };
+}

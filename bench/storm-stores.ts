@@ -1,0 +1,98 @@
+/**
+ * Boot storm on three setups, one run, so the ratios compare like with like: SQLite
+ * with one process, PostgreSQL with one process, and PostgreSQL with two processes behind
+ * a round-robin TCP proxy (bench/proxy.ts). Each setup starts cold (fresh processes, so
+ * empty render caches); the two PostgreSQL setups share one database filled once.
+ */
+import { randomBytes } from 'node:crypto';
+import autocannon from 'autocannon';
+import { readFileSync } from 'node:fs';
+import { load } from 'js-yaml';
+import { type Inventory, postgresInventory, sqliteInventory } from './inventory.js';
+import { ipxeQuery } from './machines.js';
+import { freePort } from './net.js';
+import { startProxy } from './proxy.js';
+import { BENCH_TOKEN, type BenchServer, rss, startServe, stopServe } from './serve.js';
+import { bootStorm, IGNITION_ACCEPT, type StormRun } from './storm.js';
+
+/** One setup's storm. */
+export interface SetupStorm {
+  name: string;
+  run: StormRun;
+  /** Peak RSS of each serving process, MiB. */
+  peakRssMiB: number[];
+}
+
+/** The three storms, and the /ignition vs POST /v1/render cache-hit throughput on SQLite. */
+export interface StoreStorms {
+  machines: number;
+  setups: SetupStorm[];
+  registerSeconds: { sqlite: number; postgres: number };
+  ignitionRps: number;
+  renderHitRps: number;
+}
+
+const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+/** Start `count` replicas of one inventory (sharing a URL-signing key). */
+async function replicas(inventory: Inventory, count: number): Promise<BenchServer[]> {
+  const key = randomBytes(32).toString('hex');
+  const servers: BenchServer[] = [];
+  for (let i = 0; i < count; i++) servers.push(await startServe(await freePort(), { ...inventory.env, BOOTWRIGHT_URL_SIGNING_KEY: key }));
+  return servers;
+}
+
+/** Storm one setup: `count` replicas, behind a proxy when more than one. */
+async function stormSetup(name: string, inventory: Inventory, count: number, n: number): Promise<SetupStorm> {
+  process.stderr.write(`  … storm: ${name}\n`);
+  const servers = await replicas(inventory, count);
+  const proxy = count > 1 ? await startProxy(servers.map((s) => s.port)) : undefined;
+  try {
+    const run = await bootStorm(proxy ? `http://127.0.0.1:${proxy.port}` : servers[0]!.base, range(n));
+    return { name, run, peakRssMiB: servers.map((s) => rss(s.child.pid!).peakMiB) };
+  } finally {
+    await proxy?.close();
+    for (const s of servers) await stopServe(s);
+  }
+}
+
+/** /ignition (one machine, cached) vs POST /v1/render cache hit, requests/s, autocannon 5 s each. */
+async function ignitionVsRender(inventory: Inventory): Promise<{ ignitionRps: number; renderHitRps: number }> {
+  const [server] = await replicas(inventory, 1);
+  try {
+    const script = await (await fetch(`${server!.base}/ipxe?${ipxeQuery(0)}`)).text();
+    const url = /ignition\.config\.url=(\S+)/.exec(script)?.[1];
+    if (!url) throw new Error('no Ignition URL in the script');
+    const ign = await autocannon({ url, headers: { accept: IGNITION_ACCEPT }, duration: 5, connections: 32 });
+    const worker = JSON.stringify(load(readFileSync(new URL('../examples/worker.yaml', import.meta.url), 'utf8')));
+    const render = await autocannon({
+      url: `${server!.base}/v1/render`,
+      method: 'POST',
+      headers: { authorization: `Bearer ${BENCH_TOKEN}`, 'content-type': 'application/json', accept: IGNITION_ACCEPT },
+      body: worker,
+      duration: 5,
+      connections: 32,
+    });
+    if (ign.non2xx + render.non2xx + ign.errors + render.errors > 0) throw new Error('autocannon saw errors');
+    return { ignitionRps: ign.requests.average, renderHitRps: render.requests.average };
+  } finally {
+    await stopServe(server!);
+  }
+}
+
+/** Run the three storms of `n` machines, 200 at a time. */
+export async function storeStorms(n = 10_000): Promise<StoreStorms> {
+  const sqlite = await sqliteInventory(n);
+  let postgres: Inventory | undefined;
+  try {
+    const setups = [await stormSetup('SQLite, 1 process', sqlite, 1, n)];
+    const { ignitionRps, renderHitRps } = await ignitionVsRender(sqlite);
+    postgres = await postgresInventory(n);
+    setups.push(await stormSetup('PostgreSQL, 1 process', postgres, 1, n));
+    setups.push(await stormSetup('PostgreSQL, 2 + proxy', postgres, 2, n));
+    return { machines: n, setups, registerSeconds: { sqlite: sqlite.registerSeconds, postgres: postgres.registerSeconds }, ignitionRps, renderHitRps };
+  } finally {
+    await sqlite.remove();
+    await postgres?.remove();
+  }
+}

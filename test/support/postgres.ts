@@ -1,0 +1,80 @@
+/**
+ * A throwaway PostgreSQL database for one test file: created at import time on the
+ * server at BOOTWRIGHT_TEST_DATABASE_URL (default
+ * postgres://bootwright:bootwright@127.0.0.1:5432/postgres; the role needs CREATEDB) and
+ * dropped after the file's tests. Without a reachable server the file's tests skip
+ * loudly, except under CI where they fail.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, it } from 'node:test';
+import pg from 'pg';
+
+/** The server the test databases are created on (its own database is never written). */
+export const ADMIN_URL = process.env.BOOTWRIGHT_TEST_DATABASE_URL ?? 'postgres://bootwright:bootwright@127.0.0.1:5432/postgres';
+
+/** A URL with its credentials masked, for messages. */
+export const maskUrl = (url: string): string => url.replace(/\/\/[^@/]*@/, '//***@');
+
+/** Run `fn` with a client connected to the admin URL, then disconnect. */
+async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 5000 });
+  try {
+    await admin.connect();
+    return await fn(admin);
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Create a fresh database for the calling test file and drop it (with its connections)
+ * after the file's tests.
+ *
+ * @param what what the file tests, for the skip or failure line.
+ * @returns the database's connection URL; undefined when the server cannot be used, in
+ *   which case one test was registered that skips (or, with `CI` set, fails) saying why.
+ */
+export async function testDatabase(what: string): Promise<string | undefined> {
+  let created: { name: string; url: string } | undefined;
+  let unreachable: string | undefined;
+  try {
+    created = await createDatabase();
+  } catch (e) {
+    unreachable = e instanceof Error ? e.message : String(e);
+  }
+  if (created === undefined) {
+    const line = `*** SKIPPED: PostgreSQL not reachable at ${maskUrl(ADMIN_URL)} (${unreachable ?? '?'}); set BOOTWRIGHT_TEST_DATABASE_URL ***`;
+    if (process.env.CI) {
+      it(`${what}: PostgreSQL is reachable (required under CI)`, () => {
+        assert.fail(line.replace('SKIPPED', 'FAILED'));
+      });
+    } else {
+      console.log(`\n${line}\n`);
+      it(what, { skip: line }, () => undefined);
+    }
+    return undefined;
+  }
+  const { name } = created;
+  after(() => dropDatabase(name));
+  return created.url;
+}
+
+/**
+ * Create another throwaway database on the same server (the caller drops it).
+ *
+ * @returns its name and connection URL.
+ * @throws whatever pg throws when the server cannot be used.
+ */
+export async function createDatabase(): Promise<{ name: string; url: string }> {
+  const name = `bootwright_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await withAdmin((admin) => admin.query(`CREATE DATABASE ${name}`));
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return { name, url: url.toString() };
+}
+
+/** Drop a database, ending whatever is still connected to it. */
+export async function dropDatabase(database: string): Promise<void> {
+  await withAdmin((admin) => admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+}

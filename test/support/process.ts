@@ -1,0 +1,39 @@
+/**
+ * `bootwright serve` as a real child process (through tsx, from src/), for tests that
+ * need what only a process has: signals, exit codes, several replicas.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+
+/** A started service process. */
+export interface ServeProcess {
+  child: ChildProcessWithoutNullStreams;
+  /** Resolves with the loopback port once the service logs that it listens; rejects if it exits first. */
+  port: Promise<number>;
+  /** Resolves with the exit code. */
+  exited: Promise<number | null>;
+  /** Everything it wrote to stdout and stderr so far. */
+  logs: () => string;
+}
+
+/**
+ * Start `bootwright serve` on a kernel-chosen loopback port.
+ *
+ * @param env BOOTWRIGHT_* variables added to this process's environment
+ *   (BOOTWRIGHT_PORT is 0 unless given).
+ */
+export function startProcess(env: Record<string, string>): ServeProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], { env: { ...process.env, BOOTWRIGHT_PORT: '0', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  child.stdin.end();
+  let logs = '';
+  const port = new Promise<number>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      logs += d.toString();
+      const m = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(logs);
+      if (m) resolve(Number(m[1]));
+    });
+    child.stderr.on('data', (d: Buffer) => (logs += d.toString()));
+    child.on('exit', (code) => reject(new Error(`exited ${String(code)}: ${logs}`)));
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, port, exited, logs: () => logs };
+}
