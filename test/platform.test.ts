@@ -9,28 +9,18 @@ import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { gunzipSync } from 'node:zlib';
 import { describe, it } from 'node:test';
-import { RequestError } from '../src/errors.js';
 import { fitUserData, USER_DATA_LIMITS } from '../src/platform.js';
 import { renderNodeBootstrap } from '../src/render.js';
 import { validateNodeBootstrap } from '../src/request/parse.js';
 import { worker } from './support/requests.js';
 import { cloudInitSchema } from './support/validators.js';
+import { problemsOf } from './support/errors.js';
 
 /** A worker with `bytes` of compressible text in a file. */
 const big = (bytes: number, spec: Record<string, unknown> = {}) =>
   worker({ provisioning: { files: [{ path: '/etc/motd', content: 'kubernetes node, managed by bootwright\n'.repeat(Math.ceil(bytes / 39)) }] }, ...spec });
 /** A worker with `bytes` of incompressible (random base64) text in a file. */
 const random = (bytes: number) => worker({ provisioning: { files: [{ path: '/etc/noise', content: randomBytes(bytes).toString('base64') }] } });
-
-function problems(fn: () => unknown) {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof RequestError) return e.problems;
-    throw e;
-  }
-  return [];
-}
 
 describe('platform user data budgets', () => {
   it('limits are the platforms\' own, in bytes', () => {
@@ -64,14 +54,14 @@ describe('platform user data budgets', () => {
 
   it('refuses a cloud-config that does not fit even compressed, suggesting the pointer config', () => {
     const req = validateNodeBootstrap(random(20_000));
-    const [p] = problems(() => renderNodeBootstrap(req, { platform: 'aws', platformField: 'platform' }));
+    const [p] = problemsOf(() => renderNodeBootstrap(req, { platform: 'aws', platformField: 'platform' }));
     assert.equal(p!.path, 'platform');
     assert.match(p!.message, /^the cloud-config is \d+ bytes \(\d+ gzip-compressed\), over the 16384-byte user data limit of aws \(Amazon EC2\) even compressed: give the machine a pointer config instead \(GET \/v1\/machines\/\{name\}\/bootstrap\?pointer=true/);
   });
 
   it('refuses an Ignition config over the limit (no compressed user data there), naming spec.output.platform when that set it', () => {
     const req = validateNodeBootstrap(big(40_000, { output: { platform: 'aws' } }));
-    const [p] = problems(() => renderNodeBootstrap(req, { format: 'ignition' }));
+    const [p] = problemsOf(() => renderNodeBootstrap(req, { format: 'ignition' }));
     assert.equal(p!.path, 'spec.output.platform');
     assert.match(p!.message, /^the Ignition config is \d+ bytes, over the 16384-byte user data limit of aws \(Amazon EC2\), and Ignition reads no compressed user data: give the machine a pointer config/);
     // The profile/request field applies to cloud-config too, and null turns it off.

@@ -1,24 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { RequestError } from '../../../src/errors.js';
 import { renderIgnition } from '../../../src/provision/ignition/render.js';
 import type { PlanUser } from '../../../src/provision/plan/types.js';
 import { ignitionFiles } from '../../support/decode.js';
 import { makePlan } from './plan.js';
 import { assertValid } from './tools.js';
+import { problemsOf } from '../../support/errors.js';
 
 const user = (i: number, u: Partial<PlanUser> & { name: string }): PlanUser => ({ origin: `spec.provisioning.users[${i}]`, groups: [], sshAuthorizedKeys: [], ...u });
 const users = (out: { config: Record<string, unknown> }) => (out.config as { passwd: { users: unknown[] } }).passwd.users;
-
-function problemsOf(fn: () => unknown) {
-  try {
-    fn();
-  } catch (e) {
-    assert.ok(e instanceof RequestError);
-    return e.problems;
-  }
-  assert.fail('expected a RequestError');
-}
 
 describe('renderIgnition: users', () => {
   it('maps every field, in a fixed order', async () => {

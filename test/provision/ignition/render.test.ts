@@ -5,13 +5,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { RequestError } from '../../../src/errors.js';
 import type { IgnitionFile, IgnitionUnit } from '../../../src/provision/ignition/config.js';
 import { renderIgnition } from '../../../src/provision/ignition/render.js';
 import { IGNITION_SPEC_VERSIONS } from '../../../src/provision/ignition/versions.js';
 import { decodeDataUrl, ignitionFiles } from '../../support/decode.js';
 import { HARD_TEXTS, KUBEADM_YAML, bulkText, fullPlan, makePlan, planFile, seededBytes } from './plan.js';
 import { assertValid } from './tools.js';
+import { requestError } from '../../support/errors.js';
 
 type Config = { storage: { files: IgnitionFile[]; directories?: unknown[] }; systemd: { units: IgnitionUnit[] }; passwd?: unknown };
 
@@ -27,17 +27,6 @@ const unit = (out: { config: Record<string, unknown> }, name: string) => {
   return u;
 };
 const text = (out: { config: Record<string, unknown> }, path: string) => ignitionFiles(out.config).get(path)!.toString('utf8');
-
-/** The RequestError `fn` throws. */
-function requestError(fn: () => unknown): RequestError {
-  try {
-    fn();
-  } catch (e) {
-    assert.ok(e instanceof RequestError, `expected a RequestError, got ${String(e)}`);
-    return e;
-  }
-  assert.fail('expected a RequestError');
-}
 
 describe('renderIgnition: a minimal plan', () => {
   const out = renderIgnition(makePlan());

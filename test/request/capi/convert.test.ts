@@ -7,12 +7,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { load } from 'js-yaml';
-import { RequestError } from '../../../src/errors.js';
 import { renderNodeBootstrap } from '../../../src/render.js';
 import { validateNodeBootstrap } from '../../../src/request/parse.js';
 import { cloudConfigFiles, ignitionFiles } from '../../support/decode.js';
 import { capiRequest, controlPlaneObject, controlPlaneSpec, workerTemplate } from '../../support/capi.js';
 import { worker } from '../../support/requests.js';
+import { problemsOf } from '../../support/errors.js';
 
 type Doc = Record<string, unknown>;
 
@@ -25,16 +25,6 @@ function kubeadmDocs(body: string): Doc[] {
 
 function docOf(body: string, kind: string): Doc {
   return kubeadmDocs(body).find((d) => d.kind === kind)!;
-}
-
-function problemsOf(fn: () => unknown): { path: string; message: string }[] {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof RequestError) return e.problems;
-    throw e;
-  }
-  assert.fail('expected a RequestError');
 }
 
 const render = (req: unknown, format: 'cloud-config' | 'ignition' = 'cloud-config') => renderNodeBootstrap(validateNodeBootstrap(req), { format });

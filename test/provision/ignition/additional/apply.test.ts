@@ -3,7 +3,6 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { dump } from 'js-yaml';
-import { RequestError } from '../../../../src/errors.js';
 import type { PlanIgnitionAdditional, ProvisioningPlan } from '../../../../src/provision/plan/types.js';
 import { type IgnitionRender, renderIgnition } from '../../../../src/provision/ignition/render.js';
 import type { IgnitionSpecVersion } from '../../../../src/provision/ignition/versions.js';
@@ -13,6 +12,7 @@ import { ignitionFiles } from '../../../support/decode.js';
 import { worker } from '../../../support/requests.js';
 import { fullPlan, HARD_TEXTS, makePlan, planFile } from '../plan.js';
 import { assertValid, haveIgnitionApply, withAppliedRoot } from '../tools.js';
+import { requestError } from '../../../support/errors.js';
 
 const ORIGIN = 'spec.provisioning.ignition.containerLinuxConfig.additionalConfig';
 
@@ -25,17 +25,6 @@ type Config = {
   passwd?: { users: { name: string; shell?: string; sshAuthorizedKeys?: string[]; groups?: string[] }[]; groups?: unknown[] };
 };
 const cfg = (out: IgnitionRender) => out.config as unknown as Config;
-
-/** The RequestError `fn` throws. */
-function requestError(fn: () => unknown): RequestError {
-  try {
-    fn();
-  } catch (e) {
-    assert.ok(e instanceof RequestError, `expected a RequestError, got ${String(e)}`);
-    return e;
-  }
-  assert.fail('expected a RequestError');
-}
 
 const APP = HARD_TEXTS.colon!;
 const PERCENT = HARD_TEXTS.percent!;
