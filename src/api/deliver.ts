@@ -8,8 +8,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CLOUD_CONFIG_MEDIA_TYPE } from '../provision/cloudinit/render.js';
-import { highestSpecAtMost } from '../provision/ignition/versions.js';
-import { IGNITION_MEDIA_TYPE, renderNodeBootstrap, type RenderResult } from '../render.js';
+import { IGNITION_MEDIA_TYPE, renderNodeBootstrap, type RenderResult, servedIgnitionVersion } from '../render.js';
 import { OUTPUT_FORMATS, type OutputFormat } from '../request/schema.js';
 import { type KnownRequest, renderKey } from './cache.js';
 import { ENVELOPE_MEDIA_TYPE, negotiate, type Negotiated } from './negotiate.js';
@@ -24,7 +23,7 @@ export const envelopeSchema = z
     sha256: z.string().describe('hex SHA-256 of data (UTF-8)'),
     size: z.int().describe('size of data in bytes'),
     kubeadmApiVersion: z.string(),
-    ignitionVersion: z.string().optional(),
+    ignitionVersion: z.string().optional().describe('the Ignition spec of data: 3.0.0 to 3.6.0, or 2.3.0'),
     warnings: z.array(z.string()),
   })
   .meta({ id: 'RenderEnvelope' });
@@ -36,7 +35,7 @@ export const deliveryQuery = {
     .string()
     .regex(/^\d+\.\d+(\.\d+)?$/)
     .optional()
-    .describe('Ignition spec to serve (highest supported not above it)'),
+    .describe('Ignition spec to serve (highest supported 3.x not above it; 2.3.0 for 2.3 and later 2.x)'),
 };
 
 /** The request headers every bootstrap-data route reads. */
@@ -101,7 +100,7 @@ export function negotiatedRender(
   query: { format?: OutputFormat | undefined; ignitionVersion?: string | undefined },
 ): { n: Negotiated; result: RenderResult } {
   const { req, digest } = known;
-  const n = negotiate(query.format, request.headers.accept, req.spec.output?.format ?? 'cloud-config', (v) => highestSpecAtMost(v) !== undefined);
+  const n = negotiate(query.format, request.headers.accept, req.spec.output?.format ?? 'cloud-config', (v) => servedIgnitionVersion(v) !== undefined);
   const requestedVersion = query.ignitionVersion ?? n.ignitionVersion;
   const result = ctx.cache.render(renderKey(digest, n.format, requestedVersion), () =>
     renderNodeBootstrap(req, {
