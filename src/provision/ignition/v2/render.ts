@@ -7,7 +7,7 @@
 import { type FieldProblem, RequestError } from '../../../errors.js';
 import type { ProvisioningPlan } from '../../plan/types.js';
 import { renderIgnition } from '../render.js';
-import { compareSpecs, featuresUsed } from '../versions.js';
+import { compareSpecs, featuresUsed, type IgnitionFeature } from '../versions.js';
 import { toIgnitionV2 } from './translate.js';
 import { LEGACY_IGNITION_SPEC, type LegacyIgnitionSpecVersion } from './version.js';
 
@@ -48,6 +48,15 @@ function requestField(at: string, config: Record<string, unknown>, plan: Provisi
 }
 
 /**
+ * Whether the translation handles a use of `feature` itself: gzip `compression` of a
+ * file's `data:` URL (the 3.x renderer adds it above 3.0.0 where smaller), which
+ * {@link toIgnitionV2} decodes and writes plain.
+ */
+function translatable(feature: IgnitionFeature): boolean {
+  return feature.path.startsWith('storage.files[]') && feature.path.endsWith('.compression');
+}
+
+/**
  * Render a plan as an Ignition spec 2.3.0 config (coreos/ignition
  * `docs/configuration-v2_3.md`), for Ignition v0.x (Container Linux, older Flatcar).
  *
@@ -76,7 +85,7 @@ export function renderIgnitionV2(plan: ProvisioningPlan, options: { versionField
   };
   if (v3.version !== '3.0.0') {
     for (const use of featuresUsed(v3.config)) {
-      if (compareSpecs(use.feature.since, '3.0.0') <= 0) continue;
+      if (compareSpecs(use.feature.since, '3.0.0') <= 0 || translatable(use.feature)) continue;
       blame(use.at, `Ignition spec ${LEGACY_IGNITION_SPEC} cannot express ${use.feature.name}; it needs Ignition spec ${use.feature.since} or later (a 3.x spec)`);
     }
     throw new RequestError(problems);
