@@ -128,7 +128,7 @@ describe('every example request and fixture renders to a valid 2.3.0 config', ()
       assert.equal(out.ignitionVersion, '2.3.0');
       assert.equal(out.mediaType, 'application/vnd.coreos.ignition+json; version=2.3.0');
       const config = JSON.parse(out.body) as Obj;
-      assertValidV2({ version: out.ignitionVersion!, config, body: out.body });
+      assertValidV2({ version: out.ignitionVersion, config, body: out.body });
       const v3 = renderNodeBootstrap(req, { format: 'ignition', ignitionVersion: '3.0.0' });
       assert.deepEqual(nodeState(config), nodeState(JSON.parse(v3.body) as Obj));
     });
