@@ -8,6 +8,8 @@ import type { KubeadmApiVersion } from './bootstrap/kubeadm/version.js';
 import { fieldError, RequestError } from './errors.js';
 import { CLOUD_CONFIG_MEDIA_TYPE, renderCloudConfig } from './provision/cloudinit/render.js';
 import { renderIgnition } from './provision/ignition/render.js';
+import { renderIgnitionV2 } from './provision/ignition/v2/render.js';
+import { LEGACY_IGNITION_SPEC, type LegacyIgnitionSpecVersion, legacySpecAtMost } from './provision/ignition/v2/version.js';
 import { highestSpecAtMost, type IgnitionSpecVersion } from './provision/ignition/versions.js';
 import { buildPlan } from './provision/plan/build.js';
 import { clusterApiOrigin, rewriteProblems } from './request/capi/convert.js';
@@ -20,12 +22,16 @@ export const IGNITION_MEDIA_TYPE = 'application/vnd.coreos.ignition+json';
 /** The media type of a payload delivered gzip-compressed whole (RFC 6713). */
 export const GZIP_MEDIA_TYPE = 'application/gzip';
 
+/** An Ignition spec bootwright writes: 3.0.0–3.6.0, or the legacy 2.3.0. */
+export type IgnitionOutputVersion = IgnitionSpecVersion | LegacyIgnitionSpecVersion;
+
 /** What the caller asks of a render beyond the request itself (negotiation wins over `spec.output`). */
 export interface RenderOptions {
   format?: OutputFormat;
   /**
-   * Requested Ignition spec: the highest supported spec not above it is used. Absent:
-   * `spec.output.ignitionVersion`, else the lowest spec that can express the config.
+   * Requested Ignition spec ({@link resolveIgnitionVersion}): 3.x gives the highest
+   * supported 3.x spec not above it, 2.3 and later 2.x give 2.3.0. Absent:
+   * `spec.output.ignitionVersion`, else the lowest 3.x spec that can express the config.
    */
   ignitionVersion?: string;
   /** Name of the field or flag `ignitionVersion` came from, for errors (default `spec.output.ignitionVersion`). */
@@ -59,26 +65,40 @@ export interface RenderResult {
   /** Size of the delivered bytes. */
   size: number;
   kubeadmApiVersion: KubeadmApiVersion;
-  ignitionVersion?: IgnitionSpecVersion;
+  ignitionVersion?: IgnitionOutputVersion;
   warnings: string[];
 }
 
 /**
- * Resolve a requested Ignition spec to the highest supported one not above it
- * (DESIGN §4: `version=3.9.0` gives 3.6.0).
+ * Resolve a requested Ignition spec to the one written (DESIGN §4): for 3.x the highest
+ * supported spec not above it (`version=3.9.0` gives 3.6.0); for 2.x, 2.3.0 when the
+ * request is 2.3.0 or later 2.x (Ignition v0.x reads any 2.x config at or below its own
+ * spec), nothing below 2.3.0 (such an Ignition cannot read 2.3.0). See
+ * `highestSpecAtMost` and `legacySpecAtMost`.
  *
- * @throws RequestError naming `field` when no supported spec is at or below it.
+ * @returns the spec, or undefined when none is served for `requested`
  */
-export function resolveIgnitionVersion(requested: string, field: string): IgnitionSpecVersion {
-  const version = highestSpecAtMost(requested);
-  if (!version) fieldError(field, `Ignition spec ${requested} is not supported; bootwright emits 3.0.0 to 3.6.0`);
+export function servedIgnitionVersion(requested: string): IgnitionOutputVersion | undefined {
+  return highestSpecAtMost(requested) ?? legacySpecAtMost(requested);
+}
+
+/**
+ * {@link servedIgnitionVersion}, failing when there is none.
+ *
+ * @throws RequestError naming `field` when no spec is served for `requested` (1.x, 2.0–2.2, 4.x, garbage)
+ */
+export function resolveIgnitionVersion(requested: string, field: string): IgnitionOutputVersion {
+  const version = servedIgnitionVersion(requested);
+  if (!version) fieldError(field, `Ignition spec ${requested} is not supported; bootwright emits ${LEGACY_IGNITION_SPEC} and 3.0.0 to 3.6.0`);
   return version;
 }
 
 /**
  * Render a validated request.
  *
- * Format: `options.format`, then `spec.output.format`, then cloud-config.
+ * Format: `options.format`, then `spec.output.format`, then cloud-config. Ignition spec:
+ * see {@link RenderOptions.ignitionVersion}; 2.3.0 is rendered by `renderIgnitionV2`
+ * (the 3.0.0 config translated down), every 3.x spec by `renderIgnition`.
  *
  * @throws RequestError (422) naming the field for anything the builder or the renderer
  *   cannot express (for a request given in Cluster API shape, the Cluster API field).
@@ -100,13 +120,13 @@ function render(req: NodeBootstrap, options: RenderOptions): RenderResult {
   const plan = buildPlan(req, kubeadm);
   let body: string;
   let mediaType: string;
-  let ignitionVersion: IgnitionSpecVersion | undefined;
+  let ignitionVersion: IgnitionOutputVersion | undefined;
   const warnings = [...plan.warnings];
   if (format === 'ignition') {
     const requested = options.ignitionVersion ?? req.spec.output?.ignitionVersion;
     const field = options.ignitionVersion !== undefined ? (options.ignitionVersionField ?? 'ignitionVersion') : 'spec.output.ignitionVersion';
     const version = requested === undefined ? undefined : resolveIgnitionVersion(requested, field);
-    const out = renderIgnition(plan, version ? { version, versionField: field } : {});
+    const out = version === LEGACY_IGNITION_SPEC ? renderIgnitionV2(plan, { versionField: field }) : renderIgnition(plan, version ? { version, versionField: field } : {});
     body = out.body;
     warnings.push(...(out.warnings ?? []));
     ignitionVersion = out.version;

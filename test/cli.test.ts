@@ -24,6 +24,17 @@ describe('CLI', () => {
     assert.ok(config.systemd.units.some((u) => u.name === 'kubeadm-bootstrap.service'));
   });
 
+  it('render --ignition-version 2.3.0 prints an Ignition spec 2.3.0 config (older Flatcar)', () => {
+    const r = cli(['render', '-f', 'examples/worker.yaml', '--format', 'ignition', '--ignition-version', '2.3.0']);
+    assert.equal(r.code, 0, r.stderr);
+    const config = JSON.parse(r.stdout) as { ignition: { version: string }; storage: { files: { filesystem: string }[] }; systemd: { units: { name: string }[] } };
+    assert.equal(config.ignition.version, '2.3.0');
+    assert.ok(config.storage.files.every((f) => f.filesystem === 'root'));
+    assert.ok(config.systemd.units.some((u) => u.name === 'kubeadm-bootstrap.service'));
+    const short = cli(['render', '-f', 'examples/worker.yaml', '--format', 'ignition', '--ignition-version', '2.3']);
+    assert.equal(short.stdout, r.stdout);
+  });
+
   it('render writes -o atomically; reads JSON from stdin', () => {
     const out = join(dir, 'user-data');
     const r = cli(['render', '-f', '-', '-o', out], JSON.stringify(worker()));
@@ -52,7 +63,7 @@ describe('CLI', () => {
   it('an unsupported --ignition-version and an unknown --format are field errors', () => {
     const v = cli(['render', '-f', 'examples/worker.yaml', '--format', 'ignition', '--ignition-version', '2.2.0']);
     assert.equal(v.code, 2);
-    assert.equal(v.stderr, '--ignition-version: Ignition spec 2.2.0 is not supported; bootwright emits 3.0.0 to 3.6.0\n');
+    assert.equal(v.stderr, '--ignition-version: Ignition spec 2.2.0 is not supported; bootwright emits 2.3.0 and 3.0.0 to 3.6.0\n');
     const f = cli(['render', '-f', 'examples/worker.yaml', '--format', 'xml']);
     assert.equal(f.code, 2);
     assert.equal(f.stderr, '--format: must be one of cloud-config, ignition\n');

@@ -12,6 +12,7 @@ import { describe, it } from 'node:test';
 import { renderNodeBootstrap } from '../src/render.js';
 import { validateNodeBootstrap } from '../src/request/parse.js';
 import { checkIgnitionRules } from '../src/provision/ignition/rules.js';
+import { checkIgnitionV2Rules } from '../src/provision/ignition/v2/rules.js';
 import { RENDERER_VERSION } from '../src/version.js';
 import { example } from './support/requests.js';
 import { cloudInitSchema, ignitionValidate, ignitionValidateKnows, validateCloudConfigSchema, validateIgnitionSchema } from './support/validators.js';
@@ -57,7 +58,25 @@ describe('golden outputs', () => {
     }
   }
 
-  // Runs after the goldens above (node:test runs a suite's tests in order).
+  // Ignition spec 2.3.0 (older Flatcar): the roles that differ most, at the current kubeadm API.
+  for (const role of ['init', 'worker'] as const) {
+    const name = `${role}-v1beta4.ign-2.3.0.json`;
+    it(name, () => {
+      const req = example(role);
+      req.spec.kubernetesVersion = KUBE_VERSIONS.v1beta4;
+      const out = renderNodeBootstrap(validateNodeBootstrap(req), { format: 'ignition', ignitionVersion: '2.3.0' });
+      assert.equal(out.ignitionVersion, '2.3.0');
+      const file = new URL(name, GOLDEN_DIR);
+      if (update) writeFileSync(file, out.body);
+      assert.equal(out.body, readFileSync(file, 'utf8'), `${name} differs from the golden; if intended, UPDATE_GOLDEN=1 npm test`);
+      assert.deepEqual(validateIgnitionSchema(out.body, '2.3.0'), []);
+      assert.deepEqual(checkIgnitionV2Rules(JSON.parse(out.body)), []);
+    });
+  }
+
+  // Runs after the goldens above (node:test runs a suite's tests in order). A golden
+  // added for a new output (no existing bytes changed, so no cache holds a stale copy)
+  // only re-locks the digest, at the same RENDERER_VERSION.
   it('RENDERER_VERSION changes whenever a golden does (render caches key on it)', () => {
     const lockFile = new URL('LOCK', GOLDEN_DIR);
     const digest = createHash('sha256');

@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { load, YAML11_SCHEMA } from 'js-yaml';
 import { checkIgnitionRules } from '../src/provision/ignition/rules.js';
+import { checkIgnitionV2Rules } from '../src/provision/ignition/v2/rules.js';
 import { renderNodeBootstrap } from '../src/render.js';
 import { validateNodeBootstrap } from '../src/request/parse.js';
 import { cloudConfigFiles, ignitionFiles } from './support/decode.js';
@@ -84,13 +85,13 @@ describe('round trip', () => {
     assert.deepEqual(doc.bootcmd, COMMANDS.slice(0, 3));
   });
 
-  for (const version of ['3.0.0', '3.1.0', '3.3.0', '3.4.0', '3.6.0']) {
+  for (const version of ['2.3.0', '3.0.0', '3.1.0', '3.3.0', '3.4.0', '3.6.0']) {
     it(`Ignition ${version}: every file decodes to its input bytes, every command is a line of the script`, async () => {
       const out = renderNodeBootstrap(request(), { format: 'ignition', ignitionVersion: version });
       assert.equal(out.ignitionVersion, version);
       const config = JSON.parse(out.body) as { storage: { files: { path: string; contents?: { compression?: string } }[] } };
       assert.deepEqual(validateIgnitionSchema(out.body, version), []);
-      assert.deepEqual(checkIgnitionRules(config), []);
+      assert.deepEqual(version === '2.3.0' ? checkIgnitionV2Rules(config) : checkIgnitionRules(config), []);
       if (ignitionValidateKnows(version)) assert.deepEqual(await ignitionValidate(out.body), []);
       const decoded = ignitionFiles(config);
       for (const f of files()) assert.deepEqual(decoded.get(f.path), expectedBytes(f.path), f.path);
@@ -100,10 +101,12 @@ describe('round trip', () => {
         assert.ok(script.includes(`\n${c}\n`), `bootstrap.sh lacks ${JSON.stringify(c)}`);
       }
       for (const c of COMMANDS.slice(0, 3)) assert.ok(bootScript.includes(`\n${c}\n`));
-      // gzip is used only where it is smaller, and only from 3.1.0 (Ignition decompresses data: URLs since then)
+      // gzip is used only where it is smaller, and only from 3.1.0 (Ignition decompresses data: URLs since
+      // then; Ignition v0.x, spec 2.x, refuses compression on data: URLs)
       const compression = (path: string) => config.storage.files.find((f) => f.path === path)!.contents?.compression;
-      assert.equal(compression('/etc/roundtrip/gzip-text.txt'), version === '3.0.0' ? undefined : 'gzip');
-      assert.equal(compression('/etc/roundtrip/one-mib.txt'), version === '3.0.0' ? undefined : 'gzip');
+      const gzip = !['2.3.0', '3.0.0'].includes(version);
+      assert.equal(compression('/etc/roundtrip/gzip-text.txt'), gzip ? 'gzip' : undefined);
+      assert.equal(compression('/etc/roundtrip/one-mib.txt'), gzip ? 'gzip' : undefined);
       assert.equal(compression('/etc/roundtrip/gzip.bin'), undefined, 'random bytes do not shrink');
     });
   }

@@ -8,8 +8,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CLOUD_CONFIG_MEDIA_TYPE } from '../provision/cloudinit/render.js';
-import { highestSpecAtMost } from '../provision/ignition/versions.js';
-import { GZIP_MEDIA_TYPE, IGNITION_MEDIA_TYPE, renderNodeBootstrap, type RenderResult } from '../render.js';
+import { GZIP_MEDIA_TYPE, IGNITION_MEDIA_TYPE, renderNodeBootstrap, type RenderResult, servedIgnitionVersion } from '../render.js';
 import { OUTPUT_FORMATS, type OutputFormat, PLATFORMS, type Platform } from '../request/schema.js';
 import { type KnownRequest, renderKey } from './cache.js';
 import { ENVELOPE_MEDIA_TYPE, negotiate, type Negotiated } from './negotiate.js';
@@ -25,7 +24,7 @@ export const envelopeSchema = z
     sha256: z.string().describe('hex SHA-256 of the bytes a node receives (data, decoded when base64)'),
     size: z.int().describe('size in bytes of what a node receives'),
     kubeadmApiVersion: z.string(),
-    ignitionVersion: z.string().optional(),
+    ignitionVersion: z.string().optional().describe('the Ignition spec of data: 3.0.0 to 3.6.0, or 2.3.0'),
     warnings: z.array(z.string()),
   })
   .meta({ id: 'RenderEnvelope' });
@@ -37,7 +36,7 @@ export const deliveryQuery = {
     .string()
     .regex(/^\d+\.\d+(\.\d+)?$/)
     .optional()
-    .describe('Ignition spec to serve (highest supported not above it)'),
+    .describe('Ignition spec to serve (highest supported 3.x not above it; 2.3.0 for 2.3 and later 2.x)'),
   platform: z
     .enum(PLATFORMS)
     .optional()
@@ -120,7 +119,7 @@ export function negotiatedRender(
   query: DeliveryQuery,
 ): { n: Negotiated; result: RenderResult } {
   const { req, digest } = known;
-  const n = negotiate(query.format, request.headers.accept, req.spec.output?.format ?? 'cloud-config', (v) => highestSpecAtMost(v) !== undefined);
+  const n = negotiate(query.format, request.headers.accept, req.spec.output?.format ?? 'cloud-config', (v) => servedIgnitionVersion(v) !== undefined);
   const requestedVersion = query.ignitionVersion ?? n.ignitionVersion;
   const result = ctx.cache.render(renderKey(digest, n.format, requestedVersion, query.platform), () =>
     renderNodeBootstrap(req, {

@@ -130,7 +130,7 @@ export function negotiate(
   const version = ignition?.range.params.get('version');
   if (ignition && version !== undefined && !supportsIgnition(version)) {
     const alternative = matches.some((m) => m.specificity === 3 && m !== ignition && m.q >= ignition.q);
-    if (!alternative) throw new NotAcceptableError(`Ignition spec ${version} is not served; bootwright serves Ignition 3.0.0 to 3.6.0`);
+    if (!alternative) throw new NotAcceptableError(`Ignition spec ${version} is not served; bootwright serves Ignition 2.3.0 and 3.0.0 to 3.6.0`);
     matches = matches.filter((m) => m !== ignition);
   }
   if (matches.length === 0) throw new NotAcceptableError(`none of the offered media types is acceptable: ${OFFERED_MEDIA_TYPES.join(', ')}`);

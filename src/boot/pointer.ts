@@ -3,11 +3,16 @@
  * (EC2 allows 16 KiB; issue 4, "Small user data"): a tiny document that makes the node
  * fetch the full one from a signed URL (sign.ts `signedUrl`).
  */
-import { IGNITION_SPEC_VERSIONS, type IgnitionSpecVersion } from '../provision/ignition/versions.js';
+import type { IgnitionOutputVersion } from '../render.js';
+import { LEGACY_IGNITION_SPEC } from '../provision/ignition/v2/version.js';
+import { IGNITION_SPEC_VERSIONS } from '../provision/ignition/versions.js';
+
+/** The specs a pointer can be written in: `ignition.config.replace` has the same shape in 2.3.0 and every 3.x. */
+const POINTER_VERSIONS: readonly string[] = [LEGACY_IGNITION_SPEC, ...IGNITION_SPEC_VERSIONS];
 
 /** A pointer config as served: the same shape as the Ignition renderer's output. */
 export interface IgnitionPointer {
-  version: IgnitionSpecVersion;
+  version: IgnitionOutputVersion;
   config: Record<string, unknown>;
   /** `JSON.stringify(config)` plus a newline: the bytes to put in user data. */
   body: string;
@@ -27,21 +32,21 @@ function checkUrl(url: string): void {
 /**
  * An Ignition config that replaces itself with the config at `url`, verified by hash:
  * `{"ignition": {"version": V, "config": {"replace": {"source": url, "verification":
- * {"hash": "sha512-<hex>"}}}}}` (Ignition spec 3.x, `ignition.config.replace`; Ignition
+ * {"hash": "sha512-<hex>"}}}}}` (Ignition spec 3.x and 2.3.0, `ignition.config.replace`; Ignition
  * fetches the source, checks the SHA-512 of the bytes it received against the hash and
  * refuses the config on a mismatch, then uses it instead of this one).
  *
  * @param url the signed full-config URL (absolute http or https)
  * @param sha512Hex SHA-512 of the exact bytes that URL serves (the full config's `body`),
  *   128 hex digits, any case
- * @param version the Ignition spec version to write, one of 3.0.0–3.6.0
+ * @param version the Ignition spec version to write, one of 3.0.0–3.6.0 or 2.3.0
  * @returns the config, its version and its serialised `body`
- * @throws TypeError for a version outside 3.0.0–3.6.0, a hash that is not 128 hex digits,
+ * @throws TypeError for a version outside 3.0.0–3.6.0 and 2.3.0, a hash that is not 128 hex digits,
  *   or a URL that is not absolute http(s)
  */
 export function ignitionPointer(url: string, sha512Hex: string, version: string): IgnitionPointer {
-  if (!(IGNITION_SPEC_VERSIONS as readonly string[]).includes(version)) {
-    throw new TypeError(`Ignition spec version ${JSON.stringify(version)} is not one of ${IGNITION_SPEC_VERSIONS.join(', ')}`);
+  if (!POINTER_VERSIONS.includes(version)) {
+    throw new TypeError(`Ignition spec version ${JSON.stringify(version)} is not one of ${POINTER_VERSIONS.join(', ')}`);
   }
   if (!/^[0-9a-fA-F]{128}$/.test(sha512Hex)) throw new TypeError('sha512Hex must be 128 hex digits');
   checkUrl(url);
@@ -51,7 +56,7 @@ export function ignitionPointer(url: string, sha512Hex: string, version: string)
       config: { replace: { source: url, verification: { hash: `sha512-${sha512Hex.toLowerCase()}` } } },
     },
   };
-  return { version: version as IgnitionSpecVersion, config, body: `${JSON.stringify(config)}\n` };
+  return { version: version as IgnitionOutputVersion, config, body: `${JSON.stringify(config)}\n` };
 }
 
 /** Options for {@link cloudConfigInclude}. */

@@ -177,6 +177,11 @@ describe('signed URLs', () => {
     assert.equal(ok.headers['content-type'], `${IGN}; version=3.4.0`);
     assert.equal(ok.headers['content-encoding'], undefined);
     assert.equal(JSON.parse(ok.text).ignition.version, '3.4.0');
+    // Ignition v0.x (older Flatcar) sends its own header and gets spec 2.3.0.
+    const v0 = await fetchPath(url, { accept: `${IGN}; version=2.3.0, ${IGN}; version=1; q=0.5, */*; q=0.1`, 'accept-encoding': 'identity' });
+    assert.equal(v0.status, 200, v0.text);
+    assert.equal(v0.headers['content-type'], `${IGN}; version=2.3.0`);
+    assert.deepEqual(validateIgnitionSchema(v0.text, '2.3.0'), []);
 
     const u = new URL(url);
     const sig = u.searchParams.get('sig')!;
@@ -302,7 +307,7 @@ describe('overload', () => {
 
 describe('pointer configs', () => {
   it('Ignition: a valid config whose verification.hash is the sha512 of what /ignition serves', async () => {
-    for (const version of ['3.3.0', '3.4.0']) {
+    for (const version of ['3.3.0', '3.4.0', '2.3.0']) {
       const res = await http().get('/v1/machines/m1/bootstrap?pointer=true').set('authorization', `Bearer ${RENDERER}`).set('accept', `${IGN};version=${version}`);
       assert.equal(res.status, 200, res.text);
       assert.equal(res.headers['content-type'], `${IGN}; version=${version}`);

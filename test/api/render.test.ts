@@ -6,7 +6,9 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { dump } from 'js-yaml';
 import request from 'supertest';
+import { checkIgnitionV2Rules } from '../../src/provision/ignition/v2/rules.js';
 import { example, worker } from '../support/requests.js';
+import { validateIgnitionSchema } from '../support/validators.js';
 import { ADMIN, READER, RENDERER, testService, type TestService } from '../support/server.js';
 
 const IGN = 'application/vnd.coreos.ignition+json';
@@ -61,6 +63,51 @@ describe('POST /v1/render negotiation', () => {
     assert.equal(wild.headers['content-type'], `${IGN}; version=3.2.0`);
     const cc = await post().set('accept', 'text/cloud-config').send(body);
     assert.equal(cc.headers['content-type'], 'text/cloud-config; charset=utf-8');
+  });
+
+  /** What Ignition v0.x (spec 2.x, Container Linux / older Flatcar) sends: `internal/resource/url.go` ConfigHeaders. */
+  const v0Accept = (version: string) => `${IGN}; version=${version}, ${IGN}; version=1; q=0.5, */*; q=0.1`;
+
+  for (const asked of ['2.3.0', '2.4.0', '2.3']) {
+    it(`Ignition v0.x asking for ${asked} gets spec 2.3.0`, async () => {
+      const res = await postWorker(v0Accept(asked));
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.headers['content-type'], `${IGN}; version=2.3.0`);
+      assert.equal(res.headers['content-encoding'], undefined);
+      assert.deepEqual(validateIgnitionSchema(res.text, '2.3.0'), []);
+      assert.deepEqual(checkIgnitionV2Rules(JSON.parse(res.text)), []);
+    });
+  }
+
+  it('Ignition asking for 2.2.0 or lower (it cannot read 2.3.0) or 1 gets 406', async () => {
+    for (const accept of [v0Accept('2.2.0'), v0Accept('2.0.0'), v0Accept('2.3.0-experimental'), `${IGN}; version=1`]) {
+      const res = await postWorker(accept);
+      assert.equal(res.status, 406, accept);
+      assert.match(res.body.detail, /bootwright serves Ignition 2\.3\.0 and 3\.0\.0 to 3\.6\.0/);
+    }
+  });
+
+  it('?ignitionVersion=2.3, spec.output.ignitionVersion 2.3.0 and the envelope', async () => {
+    const q = await postWorker(undefined, '/v1/render?format=ignition&ignitionVersion=2.3');
+    assert.equal(q.headers['content-type'], `${IGN}; version=2.3.0`);
+    const req = worker({ output: { format: 'ignition', ignitionVersion: '2.3.0' } });
+    const spec = await post().send(req);
+    assert.equal(spec.status, 200, spec.text);
+    assert.equal(spec.headers['content-type'], `${IGN}; version=2.3.0`);
+    const env = await post().set('accept', 'application/json').send(req);
+    assert.equal(env.body.ignitionVersion, '2.3.0');
+    assert.equal(env.body.mediaType, `${IGN}; version=2.3.0`);
+    assert.equal(env.body.data, spec.text);
+  });
+
+  it('a feature 2.3.0 cannot express is a 422 at the request field', async () => {
+    const req = worker({ provisioning: { files: [{ path: '/usr/local/bin/tool', content: 'x', permissions: '4755' }] } });
+    const res = await post().set('accept', v0Accept('2.3.0')).send(req);
+    assert.equal(res.status, 422, res.text);
+    assert.equal(res.body.errors[0].path, 'spec.provisioning.files[0].permissions');
+    assert.match(res.body.errors[0].message, /Ignition spec 2\.3\.0 cannot express .*setuid.*needs Ignition spec 3\.6\.0/);
+    const v36 = await post().set('accept', `${IGN};version=3.6.0`).send(req);
+    assert.equal(v36.status, 200, v36.text);
   });
 
   it('honours q-values', async () => {

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { cloudConfigInclude, ignitionPointer } from '../../src/boot/pointer.js';
 import { bootstrapUrl } from '../../src/boot/sign.js';
+import { checkIgnitionV2Rules } from '../../src/provision/ignition/v2/rules.js';
 import { IGNITION_SPEC_VERSIONS } from '../../src/provision/ignition/versions.js';
 import { ignitionValidate, ignitionValidateKnows, validateIgnitionSchema } from '../support/validators.js';
 import { runPython, skipWithoutCloudInit } from './cloudinit.js';
@@ -35,8 +36,16 @@ describe('ignitionPointer', () => {
     }
   });
 
+  it('is valid for the legacy spec 2.3.0 (same ignition.config.replace shape)', () => {
+    const p = ignitionPointer(url, SHA512, '2.3.0');
+    assert.equal(p.version, '2.3.0');
+    assert.deepEqual(validateIgnitionSchema(p.body, '2.3.0'), []);
+    assert.deepEqual(checkIgnitionV2Rules(p.config), []);
+  });
+
   it('refuses other versions, bad hashes and non-http URLs', () => {
-    assert.throws(() => ignitionPointer(url, SHA512, '2.3.0'), TypeError);
+    assert.throws(() => ignitionPointer(url, SHA512, '2.2.0'), TypeError);
+    assert.throws(() => ignitionPointer(url, SHA512, '2.4.0'), TypeError);
     assert.throws(() => ignitionPointer(url, SHA512, '3.7.0'), TypeError);
     assert.throws(() => ignitionPointer(url, SHA512.slice(1), '3.0.0'), TypeError);
     assert.throws(() => ignitionPointer(url, 'g'.repeat(128), '3.0.0'), TypeError);

@@ -51,14 +51,18 @@ function percentDecode(text: string): Buffer {
   return Buffer.from(bytes);
 }
 
-type IgnFile = { path: string; contents?: { source?: string; compression?: string }; append?: { source?: string; compression?: string }[] };
+type IgnFile = { path: string; contents?: { source?: string; compression?: string }; append?: { source?: string; compression?: string }[] | boolean };
 
-/** The bytes Ignition writes (or appends) for each `storage.files` entry. */
+/**
+ * The bytes Ignition writes (or appends) for each `storage.files` entry, starting from
+ * nothing: 3.x `contents` then each `append[]` resource; 2.x `contents` (whether `append`
+ * is true or not).
+ */
 export function ignitionFiles(config: unknown): Map<string, Buffer> {
   const files = ((config as { storage?: { files?: IgnFile[] } }).storage?.files ?? []);
   const out = new Map<string, Buffer>();
   for (const f of files) {
-    const parts = [f.contents, ...(f.append ?? [])].filter((r): r is { source?: string; compression?: string } => r?.source !== undefined);
+    const parts = [f.contents, ...(Array.isArray(f.append) ? f.append : [])].filter((r): r is { source?: string; compression?: string } => r?.source !== undefined);
     out.set(
       f.path,
       Buffer.concat(parts.map((r) => (r.compression === 'gzip' ? gunzipSync(decodeDataUrl(r.source!)) : decodeDataUrl(r.source!)))),

@@ -37,7 +37,7 @@ export const renderRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx,
         summary: 'Render bootstrap data for a NodeBootstrap',
         description:
           'Format: `?format=` wins, then `Accept` (q-values honoured), then `spec.output.format`, then cloud-config. ' +
-          '`application/vnd.coreos.ignition+json; version=X` serves the highest supported Ignition spec not above X; ' +
+          '`application/vnd.coreos.ignition+json; version=X` serves the highest supported Ignition 3.x spec not above X, or 2.3.0 when X is 2.3 or later 2.x (older Flatcar; below 2.3 is 406); ' +
           '`application/json` wraps the payload in an envelope.',
         security: [{ bearer: [] }],
         consumes: ['application/json', 'application/yaml'],

@@ -82,3 +82,44 @@ export function dataUrlResource(contents: Uint8Array, options: EncodeOptions, su
   if (plainLength === percent) return { source: PERCENT_PREFIX + encodeURIComponent(toBuffer(contents).toString('utf8')) };
   return { source: BASE64_PREFIX + toBuffer(contents).toString('base64') };
 }
+
+/**
+ * The bytes a `data:` URL holds, as Ignition reads them (RFC 2397; vincent-petithory/dataurl,
+ * which Ignition uses): after the first `,`, base64 (RFC 4648 §4, padded) when the
+ * metadata ends in `;base64`, else percent-decoded to bytes (`%XX` → one byte, no UTF-8
+ * interpretation). The media type and its parameters are ignored.
+ *
+ * @param source the URL
+ * @returns the bytes, or undefined when `source` is not a well-formed `data:` URL (no
+ *   `data:` prefix or `,`, a `%` without two hex digits, base64 that does not round-trip)
+ */
+export function decodeDataUrl(source: string): Uint8Array | undefined {
+  if (!source.startsWith('data:')) return undefined;
+  const comma = source.indexOf(',');
+  if (comma < 0) return undefined;
+  const meta = source.slice('data:'.length, comma);
+  const payload = percentDecode(source.slice(comma + 1));
+  if (!payload) return undefined;
+  if (!/;base64$/i.test(meta)) return payload;
+  const text = payload.toString('latin1');
+  const bytes = Buffer.from(text, 'base64');
+  return bytes.toString('base64') === text ? bytes : undefined;
+}
+
+/** RFC 3986 percent-decoding to bytes; undefined on a `%` not followed by two hex digits. */
+function percentDecode(text: string): Buffer | undefined {
+  const bytes: number[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x25) {
+      if (c > 0xff) return undefined;
+      bytes.push(c);
+      continue;
+    }
+    const hex = text.slice(i + 1, i + 3);
+    if (!/^[0-9A-Fa-f]{2}$/.test(hex)) return undefined;
+    bytes.push(parseInt(hex, 16));
+    i += 2;
+  }
+  return Buffer.from(bytes);
+}

@@ -10,7 +10,7 @@ import { LABEL_LIMITS } from './storage.js';
 import { cleanPath } from './systemd.js';
 
 /** Unit types Ignition accepts as a unit name suffix (`validateName` in its unit types). */
-const UNIT_SUFFIXES = ['.service', '.socket', '.device', '.mount', '.automount', '.swap', '.target', '.path', '.timer', '.snapshot', '.slice', '.scope'];
+export const UNIT_SUFFIXES = ['.service', '.socket', '.device', '.mount', '.automount', '.swap', '.target', '.path', '.timer', '.snapshot', '.slice', '.scope'];
 const MAX_MODE = 0o7777;
 /** What a data URL may hold: printable ASCII without the space. */
 const DATA_URL_CHARS = /^[\x21-\x7e]*$/;
@@ -22,8 +22,8 @@ function isObject(v: unknown): v is Obj {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-/** The objects of list `key` of `holder`, with their paths. */
-function items(holder: unknown, key: string, at: string): [Obj, string][] {
+/** The objects of list `key` of `holder`, with their paths (`<at>.<key>[i]`); `[]` when it is no list. */
+export function items(holder: unknown, key: string, at: string): [Obj, string][] {
   if (!isObject(holder) || !Array.isArray(holder[key])) return [];
   const out: [Obj, string][] = [];
   for (const [i, v] of (holder[key] as unknown[]).entries()) if (isObject(v)) out.push([v, `${at}.${key}[${i}]`]);
@@ -31,7 +31,7 @@ function items(holder: unknown, key: string, at: string): [Obj, string][] {
 }
 
 /** Why `source` is not a data URL Ignition accepts, or undefined (RFC 2397 as Ignition parses it). */
-function dataUrlProblem(source: string): string | undefined {
+export function dataUrlProblem(source: string): string | undefined {
   if (!DATA_URL_CHARS.test(source)) return 'data URL has a raw space, control character or non-ASCII character; percent-encode it';
   const comma = source.indexOf(',');
   if (comma < 0) return 'data URL has no "," before its data';
@@ -59,8 +59,8 @@ function resources(config: Obj): [Obj, string][] {
   return out;
 }
 
-/** Report the second and later occurrences of each key. */
-function unique(list: [string, string][], problems: FieldProblem[], what: string): void {
+/** Report the second and later occurrences of each `[key, path]` as `duplicate <what> <key>` at its path. */
+export function unique(list: [string, string][], problems: FieldProblem[], what: string): void {
   const seen = new Set<string>();
   for (const [key, at] of list) {
     if (seen.has(key)) problems.push({ path: at, message: `duplicate ${what} ${key}` });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { dataUrlResource, gzipDeterministic } from '../../../src/provision/ignition/dataurl.js';
+import { dataUrlResource, decodeDataUrl as decodeInSrc, gzipDeterministic } from '../../../src/provision/ignition/dataurl.js';
 import { decodeDataUrl } from '../../support/decode.js';
 import { HARD_TEXTS, bulkText, seededBytes } from './plan.js';
 
@@ -86,5 +86,24 @@ describe('gzipDeterministic', () => {
     assert.deepEqual(a.subarray(0, 10), Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 3]), 'ID, deflate, no flags, mtime 0, max compression, Unix');
     assert.deepEqual(Buffer.from(gzipDeterministic(text)), a);
     assert.deepEqual(gunzipSync(a), text);
+  });
+});
+
+describe('decodeDataUrl (src, used by the 2.3.0 translation)', () => {
+  it('reads back every encoding dataUrlResource writes, as the test decoder does', () => {
+    for (const bytes of [Buffer.from(''), Buffer.from(HARD_TEXTS.percent!), Buffer.from(bulkText(5000)), seededBytes(777)]) {
+      const r = dataUrlResource(bytes, { gzip: false });
+      assert.deepEqual(Buffer.from(decodeInSrc(r.source)!), bytes);
+      assert.deepEqual(Buffer.from(decodeInSrc(r.source)!), decodeDataUrl(r.source));
+    }
+  });
+
+  it('ignores the media type and its parameters; percent-decodes to raw bytes', () => {
+    assert.deepEqual(Buffer.from(decodeInSrc('data:text/plain;charset=utf-8;base64,aGk=')!), Buffer.from('hi'));
+    assert.deepEqual(Buffer.from(decodeInSrc('data:,%FF%00a')!), Buffer.from([0xff, 0, 0x61]));
+  });
+
+  it('refuses what is not a well-formed data URL', () => {
+    for (const bad of ['https://x/y', 'data:abc', 'data:,%ZZ', 'data:,%4', 'data:;base64,aGVsbG8', 'data:;base64,a$==']) assert.equal(decodeInSrc(bad), undefined, bad);
   });
 });

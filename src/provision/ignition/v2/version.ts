@@ -1,0 +1,40 @@
+/**
+ * The legacy Ignition spec 2.3.0 (Container Linux era Ignition v0.x, older Flatcar) and
+ * which requested versions it answers (DESIGN §3, §4).
+ *
+ * Ignition accepts a config only when its major version equals the spec it speaks and its
+ * version is at or below that spec (coreos/ignition `docs/configuration-v2_3.md`
+ * "version": "Compatibility requires the major versions to match and the spec version be
+ * less than or equal to the latest version"). bootwright writes exactly one 2.x spec, so:
+ * an Ignition speaking 2.3.0 or later 2.x (Ignition v0.34+ sends `version=2.4.0`) gets
+ * 2.3.0; one speaking 2.0.0–2.2.x (or `2.3.0-experimental`, which sorts below 2.3.0)
+ * cannot read 2.3.0 and gets nothing.
+ */
+
+/** The one 2.x spec bootwright writes. */
+export const LEGACY_IGNITION_SPEC = '2.3.0';
+
+/** {@link LEGACY_IGNITION_SPEC} as a type. */
+export type LegacyIgnitionSpecVersion = typeof LEGACY_IGNITION_SPEC;
+
+const REQUESTED = /^(\d+)\.(\d+)(?:\.(\d+))?(-experimental)?$/;
+
+/**
+ * The 2.x spec to answer a request for `requested` with: `2.3.0` when `requested` is a
+ * 2.x version at or above 2.3.0, else undefined.
+ *
+ * `requested` is `MAJOR.MINOR` or `MAJOR.MINOR.PATCH`, optionally with `-experimental`,
+ * which Ignition orders just below the release of the same number. Examples:
+ * `2.3.0`→`2.3.0`, `2.3`→`2.3.0`, `2.3.1`→`2.3.0`, `2.4.0`→`2.3.0`,
+ * `2.4.0-experimental`→`2.3.0`, `2.3.0-experimental`→undefined, `2.2.0`→undefined,
+ * `1`→undefined, `3.0.0`→undefined (a 3.x spec, see `highestSpecAtMost`).
+ */
+export function legacySpecAtMost(requested: string): LegacyIgnitionSpecVersion | undefined {
+  const m = REQUESTED.exec(requested.trim());
+  if (!m || Number(m[1]) !== 2) return undefined;
+  const minor = Number(m[2]);
+  const patch = Number(m[3] ?? 0);
+  const experimental = m[4] !== undefined;
+  if (minor > 3 || (minor === 3 && !(experimental && patch === 0))) return LEGACY_IGNITION_SPEC;
+  return undefined;
+}
