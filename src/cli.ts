@@ -4,7 +4,7 @@
  *
  *   bootwright render -f FILE [--format cloud-config|ignition] [--ignition-version X.Y.Z]
  *                     [--platform aws|azure|gcp|openstack|vsphere] [-o OUT]
- *   bootwright validate -f FILE
+ *   bootwright validate -f FILE [--format cloud-config|ignition]   (valid: it renders)
  *   bootwright serve
  *
  * Exit codes: 0 success; 2 bad input or usage (one line per problem, naming the field;
@@ -25,7 +25,7 @@ const USAGE = `usage:
   bootwright serve                      (configured by BOOTWRIGHT_* variables or BOOTWRIGHT_CONFIG)
   bootwright render -f FILE [--format cloud-config|ignition] [--ignition-version X.Y.Z]
                     [--platform aws|azure|gcp|openstack|vsphere] [-o OUT]
-  bootwright validate -f FILE
+  bootwright validate -f FILE [--format cloud-config|ignition]
 FILE may be - for standard input (YAML or JSON).`;
 
 class UsageError extends Error {}
@@ -95,8 +95,12 @@ export function main(argv: string[], out: NodeJS.WritableStream = process.stdout
     }
     if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]!}`);
     if (command === 'validate') {
-      readRequest(values.file);
-      err.write(`${values.file ?? ''}: valid\n`);
+      // Valid means renderable: the request, and the node built from it in the format it
+      // (or --format) asks for, so what render would refuse is refused here too.
+      const req = readRequest(values.file);
+      const result = renderNodeBootstrap(req, values.format ? { format: values.format as OutputFormat } : {});
+      for (const w of result.warnings) err.write(`warning: ${w}\n`);
+      err.write(`${values.file ?? ''}: valid (${result.format}${result.ignitionVersion ? ` ${result.ignitionVersion}` : ''})\n`);
       return 0;
     }
     if (command !== 'render') throw new UsageError(command ? `unknown command: ${command}` : 'a command is required');

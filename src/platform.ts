@@ -11,12 +11,19 @@ import { RequestError } from './errors.js';
 import { gzipDeterministic } from './provision/ignition/dataurl.js';
 import type { OutputFormat, Platform } from './request/schema.js';
 
-/** User data limits in bytes (of the raw data, before any base64 the platform's API applies). */
+/**
+ * User data limits in bytes of the raw data (what the node receives):
+ * - EC2: 16 KiB raw, before the API's base64 (`RunInstances` UserData);
+ * - Azure: customData is at most 65,535 bytes;
+ * - GCE: a metadata value is at most 256 KiB;
+ * - OpenStack Nova: `user_data` is at most 65,535 bytes *of base64*, so 49,149 raw;
+ * - vSphere: 64 KiB in `guestinfo.userdata`.
+ */
 export const USER_DATA_LIMITS: Readonly<Record<Platform, { bytes: number; name: string }>> = {
   aws: { bytes: 16 * 1024, name: 'Amazon EC2' },
-  azure: { bytes: 64 * 1024, name: 'Azure' },
+  azure: { bytes: 65535, name: 'Azure customData' },
   gcp: { bytes: 256 * 1024, name: 'Google Compute Engine' },
-  openstack: { bytes: 64 * 1024, name: 'OpenStack Nova' },
+  openstack: { bytes: Math.floor(65535 / 4) * 3, name: 'OpenStack Nova, 65535 bytes of base64' },
   vsphere: { bytes: 64 * 1024, name: 'vSphere guestinfo' },
 };
 

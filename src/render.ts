@@ -10,17 +10,20 @@ import { CLOUD_CONFIG_MEDIA_TYPE, renderCloudConfig } from './provision/cloudini
 import { renderIgnition } from './provision/ignition/render.js';
 import { renderIgnitionV2 } from './provision/ignition/v2/render.js';
 import { LEGACY_IGNITION_SPEC, type LegacyIgnitionSpecVersion, legacySpecAtMost } from './provision/ignition/v2/version.js';
-import { highestSpecAtMost, type IgnitionSpecVersion } from './provision/ignition/versions.js';
+import { compareSpecs, highestSpecAtMost, type IgnitionSpecVersion } from './provision/ignition/versions.js';
 import { buildPlan } from './provision/plan/build.js';
-import { clusterApiOrigin, rewriteProblems } from './request/capi/convert.js';
+import { clusterApiOrigin, rewriteProblems, rewriteText } from './request/capi/convert.js';
 import type { NodeBootstrap, OutputFormat, Platform } from './request/schema.js';
-import { fitUserData } from './platform.js';
+import { fitUserData, USER_DATA_LIMITS } from './platform.js';
 
 /** The media type of Ignition configs (Ignition's own `Accept` names it). */
 export const IGNITION_MEDIA_TYPE = 'application/vnd.coreos.ignition+json';
 
 /** The media type of a payload delivered gzip-compressed whole (RFC 6713). */
 export const GZIP_MEDIA_TYPE = 'application/gzip';
+
+/** The first Ignition spec that decompresses `data:` URLs (`compression: gzip`). */
+const GZIP_SPEC: IgnitionSpecVersion = '3.1.0';
 
 /** An Ignition spec bootwright writes: 3.0.0–3.6.0, or the legacy 2.3.0. */
 export type IgnitionOutputVersion = IgnitionSpecVersion | LegacyIgnitionSpecVersion;
@@ -105,7 +108,9 @@ export function resolveIgnitionVersion(requested: string, field: string): Igniti
  */
 export function renderNodeBootstrap(req: NodeBootstrap, options: RenderOptions = {}): RenderResult {
   try {
-    return render(req, options);
+    const result = render(req, options);
+    const rewrite = clusterApiOrigin(req);
+    return rewrite ? { ...result, warnings: result.warnings.map((w) => rewriteText(w, rewrite)) } : result;
   } catch (e) {
     // A request rewritten from Cluster API input: name the fields the caller wrote.
     const rewrite = e instanceof RequestError ? clusterApiOrigin(req) : undefined;
@@ -122,11 +127,17 @@ function render(req: NodeBootstrap, options: RenderOptions): RenderResult {
   let mediaType: string;
   let ignitionVersion: IgnitionOutputVersion | undefined;
   const warnings = [...plan.warnings];
+  const platform = options.platform === undefined ? req.spec.output?.platform : (options.platform ?? undefined);
   if (format === 'ignition') {
     const requested = options.ignitionVersion ?? req.spec.output?.ignitionVersion;
     const field = options.ignitionVersion !== undefined ? (options.ignitionVersionField ?? 'ignitionVersion') : 'spec.output.ignitionVersion';
     const version = requested === undefined ? undefined : resolveIgnitionVersion(requested, field);
-    const out = version === LEGACY_IGNITION_SPEC ? renderIgnitionV2(plan, { versionField: field }) : renderIgnition(plan, version ? { version, versionField: field } : {});
+    let out = version === LEGACY_IGNITION_SPEC ? renderIgnitionV2(plan, { versionField: field }) : renderIgnition(plan, version ? { version, versionField: field } : {});
+    // Unasked, the lowest spec is chosen, and below 3.1.0 file contents are never gzipped:
+    // over a platform's limit, try 3.1.0, whose data: URLs Ignition decompresses.
+    if (version === undefined && platform && Buffer.byteLength(out.body, 'utf8') > USER_DATA_LIMITS[platform].bytes && out.version !== LEGACY_IGNITION_SPEC && compareSpecs(out.version, GZIP_SPEC) < 0) {
+      out = renderIgnition(plan, { version: GZIP_SPEC, versionField: field });
+    }
     body = out.body;
     warnings.push(...(out.warnings ?? []));
     ignitionVersion = out.version;
@@ -137,7 +148,6 @@ function render(req: NodeBootstrap, options: RenderOptions): RenderResult {
     // Cluster API's kubeadm bootstrap provider ignores `ignition` for cloud-config too.
     if (plan.ignition) warnings.push(`${plan.ignition.origin} is ignored: it applies to Ignition output only`);
   }
-  const platform = options.platform === undefined ? req.spec.output?.platform : (options.platform ?? undefined);
   const fitted = platform ? fitUserData(format, body, platform, options.platform ? (options.platformField ?? 'platform') : 'spec.output.platform') : { warnings: [] };
   const bytes = fitted.gzip ?? Buffer.from(body, 'utf8');
   return {

@@ -69,11 +69,19 @@ describe('CLI', () => {
     assert.equal(f.stderr, '--format: must be one of cloud-config, ignition\n');
   });
 
-  it('validate checks the request only', () => {
+  it('validate checks that the request renders, in its format or --format', () => {
     const ok = cli(['validate', '-f', 'examples/init.yaml']);
     assert.equal(ok.code, 0);
     assert.equal(ok.stdout, '');
-    assert.equal(ok.stderr, 'examples/init.yaml: valid\n');
+    assert.equal(ok.stderr, 'examples/init.yaml: valid (cloud-config)\n');
+    const ign = cli(['validate', '-f', 'examples/worker.yaml', '--format', 'ignition']);
+    assert.equal(ign.stderr, 'examples/worker.yaml: valid (ignition 3.0.0)\n');
+    // Schema-valid, but Ignition cannot express an MBR table: render refuses it, so validate does.
+    const mbr = join(dir, 'mbr.yaml');
+    writeFileSync(mbr, dump(worker({ provisioning: { diskSetup: { partitions: [{ device: '/dev/sdb', layout: true, tableType: 'mbr' }] } }, output: { format: 'ignition' } })));
+    const refused = cli(['validate', '-f', mbr]);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /^spec\.provisioning\.diskSetup\.partitions\[0\]\.tableType: /);
     const missing = cli(['validate', '-f', join(dir, 'nope.yaml')]);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /^cannot read .*nope\.yaml: ENOENT\n/);

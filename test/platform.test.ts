@@ -24,7 +24,7 @@ const random = (bytes: number) => worker({ provisioning: { files: [{ path: '/etc
 
 describe('platform user data budgets', () => {
   it('limits are the platforms\' own, in bytes', () => {
-    assert.deepEqual(Object.fromEntries(Object.entries(USER_DATA_LIMITS).map(([k, v]) => [k, v.bytes])), { aws: 16384, azure: 65536, gcp: 262144, openstack: 65536, vsphere: 65536 });
+    assert.deepEqual(Object.fromEntries(Object.entries(USER_DATA_LIMITS).map(([k, v]) => [k, v.bytes])), { aws: 16384, azure: 65535, gcp: 262144, openstack: 49149, vsphere: 65536 });
   });
 
   it('leaves a payload within the limit alone, to the byte', () => {
@@ -61,12 +61,25 @@ describe('platform user data budgets', () => {
 
   it('refuses an Ignition config over the limit (no compressed user data there), naming spec.output.platform when that set it', () => {
     const req = validateNodeBootstrap(big(40_000, { output: { platform: 'aws' } }));
-    const [p] = problemsOf(() => renderNodeBootstrap(req, { format: 'ignition' }));
+    const [p] = problemsOf(() => renderNodeBootstrap(req, { format: 'ignition', ignitionVersion: '3.0.0' }));
     assert.equal(p!.path, 'spec.output.platform');
     assert.match(p!.message, /^the Ignition config is \d+ bytes, over the 16384-byte user data limit of aws \(Amazon EC2\), and Ignition reads no compressed user data: give the machine a pointer config/);
     // The profile/request field applies to cloud-config too, and null turns it off.
     assert.ok(renderNodeBootstrap(req).gzip);
     assert.equal(renderNodeBootstrap(req, { format: 'ignition', platform: null }).gzip, undefined);
+    // Incompressible contents do not fit even at 3.1.0.
+    const noise = validateNodeBootstrap({ ...random(20_000), spec: { ...(random(20_000).spec as object), output: { platform: 'aws' } } });
+    assert.equal(problemsOf(() => renderNodeBootstrap(noise, { format: 'ignition' }))[0]!.path, 'spec.output.platform');
+  });
+
+  it('with no spec asked, raises an Ignition config over the limit to 3.1.0, whose data: URLs may be gzipped, before refusing', () => {
+    const req = validateNodeBootstrap(big(25_000));
+    assert.equal(renderNodeBootstrap(req, { format: 'ignition' }).ignitionVersion, '3.0.0');
+    const out = renderNodeBootstrap(req, { format: 'ignition', platform: 'aws' });
+    assert.equal(out.ignitionVersion, '3.1.0');
+    assert.ok(out.size <= 16384, String(out.size));
+    // An asked-for spec is kept, and refused when it cannot fit.
+    assert.equal(problemsOf(() => renderNodeBootstrap(req, { format: 'ignition', ignitionVersion: '3.0.0', platform: 'aws' }))[0]!.path, 'platform');
   });
 
   it('fitUserData measures UTF-8 bytes, not characters', () => {

@@ -41,7 +41,7 @@ export const deliveryQuery = {
     .enum(PLATFORMS)
     .optional()
     .describe(
-      "cloud platform whose user data limit applies (aws 16 KiB, azure 64 KiB, gcp 256 KiB, openstack 64 KiB, vsphere 64 KiB): a cloud-config over it is served gzip-compressed whole (application/gzip); still over, or an Ignition config over it, is a 422. Default: the request's spec.output.platform",
+      "cloud platform whose user data limit applies, in raw bytes (aws 16384, azure 65535, gcp 262144, openstack 49149 = 65535 of base64, vsphere 65536): a cloud-config over it is served gzip-compressed whole (application/gzip); still over, or an Ignition config over it, is a 422. Default: the request's spec.output.platform",
     ),
 };
 

@@ -65,6 +65,15 @@ export function caCertHash(cert: X509Certificate): string {
 }
 
 /**
+ * Whether the join discovers the cluster from a kubeconfig file
+ * (`joinConfiguration.discovery.file`) rather than by bootstrap token.
+ */
+export function discoversByFile(req: NodeBootstrap): boolean {
+  const discovery = req.spec.kubeadm?.joinConfiguration?.discovery;
+  return typeof discovery === 'object' && discovery !== null && 'file' in discovery;
+}
+
+/**
  * Everything a join or init needs that the schema cannot express, plus consistency:
  * - worker: `controlPlaneEndpoint`, `bootstrapToken`, `caCertHashes`;
  * - control-plane: the same, and `certificateKey` or all four of `certificates`
@@ -82,10 +91,11 @@ export function checkRequest(req: NodeBootstrap): FieldProblem[] {
   const need = (field: keyof typeof cluster, why: string) => {
     if (cluster[field] === undefined) problems.push({ path: `spec.cluster.${field}`, message: `required: ${why}` });
   };
-  if (role !== 'init') {
+  // kubeadm discovers the cluster by bootstrap token or from a kubeconfig file, never both.
+  if (role !== 'init' && !discoversByFile(req)) {
     const what = role === 'worker' ? 'a worker' : 'a control-plane node';
     need('controlPlaneEndpoint', `${what} joins through the control-plane endpoint`);
-    need('bootstrapToken', `${what} joins with a bootstrap token`);
+    need('bootstrapToken', `${what} joins with a bootstrap token (or give spec.kubeadm.joinConfiguration.discovery.file)`);
     need('caCertHashes', `${what} pins the cluster CA with caCertHashes`);
   }
   const certs = cluster.certificates;

@@ -54,10 +54,10 @@ const cidrList = z.string().refine(
 export const bootstrapToken = z.string().regex(/^[a-z0-9]{6}\.[a-z0-9]{16}$/, 'must match [a-z0-9]{6}.[a-z0-9]{16}');
 
 /** A CA public key pin `sha256:<64 hex>` (kubeadm `discovery.bootstrapToken.caCertHashes`). */
-const caCertHash = z.string().regex(/^sha256:[0-9a-fA-F]{64}$/, 'must be sha256: followed by 64 hex digits');
+export const caCertHash = z.string().regex(/^sha256:[0-9a-fA-F]{64}$/, 'must be sha256: followed by 64 hex digits');
 
 /** kubeadm `certificateKey`: 32 bytes as 64 hex digits (AES-256 key for the kubeadm-certs Secret). */
-const certificateKey = z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits');
+export const certificateKey = z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits');
 
 const pemBlock = (label: RegExp, what: string) =>
   z

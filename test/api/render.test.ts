@@ -293,7 +293,7 @@ describe('POST /v1/render ?platform=', () => {
   });
 
   it('answers an Ignition config over the limit with 422 naming platform and the pointer config', async () => {
-    const res = await post('/v1/render?platform=aws&format=ignition').set('content-type', 'application/json').send(JSON.stringify(bigWorker()));
+    const res = await post('/v1/render?platform=aws&format=ignition&ignitionVersion=3.0.0').set('content-type', 'application/json').send(JSON.stringify(bigWorker()));
     assert.equal(res.status, 422);
     assert.equal(res.body.errors[0].path, 'platform');
     assert.match(res.body.errors[0].message, /pointer=true/);

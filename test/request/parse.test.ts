@@ -140,7 +140,7 @@ spec:
     const bare = { name: 'prod' };
     assert.deepEqual(problems(worker({ cluster: bare })), [
       'spec.cluster.controlPlaneEndpoint: required: a worker joins through the control-plane endpoint',
-      'spec.cluster.bootstrapToken: required: a worker joins with a bootstrap token',
+      'spec.cluster.bootstrapToken: required: a worker joins with a bootstrap token (or give spec.kubeadm.joinConfiguration.discovery.file)',
       'spec.cluster.caCertHashes: required: a worker pins the cluster CA with caCertHashes',
     ]);
     assert.deepEqual(problems(worker({ role: 'control-plane' })), [

@@ -4,6 +4,7 @@
  * about cloud-init or Ignition.
  */
 import { type FieldProblem, RequestError } from '../../errors.js';
+import { discoversByFile } from '../../request/checks.js';
 import { zodProblems } from '../../request/parse.js';
 import type { NodeBootstrap } from '../../request/schema.js';
 import type { Retry } from '../../provision/shell.js';
@@ -201,12 +202,15 @@ export function buildKubeadm(req: NodeBootstrap): KubeadmBootstrap {
     if (!cluster.certificates?.ca) warnings.push('no spec.cluster.certificates.ca: kubeadm generates a new cluster CA on this node, so joining nodes can pin caCertHashes only once it exists');
     if (!cluster.bootstrapToken) warnings.push('no spec.cluster.bootstrapToken: kubeadm creates a random token that other nodes cannot know in advance');
   } else {
-    const joinConfig: Doc = {
-      discovery: {
-        bootstrapToken: { token: cluster.bootstrapToken, apiServerEndpoint: withPort(cluster.controlPlaneEndpoint!), caCertHashes: cluster.caCertHashes },
-      },
-      nodeRegistration,
-    };
+    // Discovery by kubeconfig file (the override's discovery.file) replaces the token discovery.
+    const joinConfig: Doc = discoversByFile(req)
+      ? { nodeRegistration }
+      : {
+          discovery: {
+            bootstrapToken: { token: cluster.bootstrapToken, apiServerEndpoint: withPort(cluster.controlPlaneEndpoint!), caCertHashes: cluster.caCertHashes },
+          },
+          nodeRegistration,
+        };
     if (spec.role === 'control-plane') joinConfig.controlPlane = cluster.certificateKey ? { certificateKey: cluster.certificateKey } : {};
     documents.push(finish('JoinConfiguration', joinConfig, spec.kubeadm?.joinConfiguration, apiVersion, problems));
   }

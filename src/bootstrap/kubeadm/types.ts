@@ -8,10 +8,14 @@
  * (a map in v1beta3, a list in v1beta4) when the documents are emitted.
  */
 import { z } from 'zod';
+import { bootstrapToken, caCertHash, certificateKey } from '../../request/schema.js';
 import type { KubeadmApiVersion } from './version.js';
 
 /** Go `time.Duration` text as kubeadm reads it: `4m0s`, `30s`, `1h`, `500ms`. */
-const duration = z.string().regex(/^-?(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$|^0$/, 'must be a Go duration such as 4m0s');
+export const duration = z.string().regex(/^-?(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$|^0$/, 'must be a Go duration such as 4m0s');
+
+/** A bootstrap token, `[a-z0-9]{6}.[a-z0-9]{16}` (kubeadm `bootstraptokenv1.BootstrapTokenString`); never echoed. */
+const token = bootstrapToken;
 
 /** One argument in neutral form. */
 export const argSchema = z.strictObject({ name: z.string().min(1), value: z.string() });
@@ -38,7 +42,7 @@ const taint = z.strictObject({
 const apiEndpoint = z.strictObject({ advertiseAddress: z.string().optional(), bindPort: z.int().min(0).max(65535).optional() });
 
 const bootstrapTokenObject = z.strictObject({
-  token: z.string(),
+  token,
   description: z.string().optional(),
   ttl: duration.optional(),
   expires: z.string().optional(),
@@ -53,9 +57,9 @@ const envVar = z.strictObject({ name: z.string(), value: z.string().optional(), 
 const externalEtcd = z.strictObject({ endpoints: z.array(z.string()), caFile: z.string(), certFile: z.string(), keyFile: z.string() });
 
 const bootstrapTokenDiscovery = z.strictObject({
-  token: z.string(),
+  token,
   apiServerEndpoint: z.string().optional(),
-  caCertHashes: z.array(z.string()).optional(),
+  caCertHashes: z.array(caCertHash).optional(),
   unsafeSkipCAVerification: z.boolean().optional(),
 });
 
@@ -134,7 +138,7 @@ function versionSchemas(v4: boolean) {
     ...(v4 ? { dryRun: z.boolean().optional() } : {}),
     nodeRegistration: nodeRegistration.optional(),
     localAPIEndpoint: apiEndpoint.optional(),
-    certificateKey: z.string().optional(),
+    certificateKey: certificateKey.optional(),
     skipPhases: z.array(z.string()).optional(),
     patches: patches.optional(),
     ...(v4 ? { timeouts: timeouts.optional() } : {}),
@@ -147,11 +151,11 @@ function versionSchemas(v4: boolean) {
       .strictObject({
         bootstrapToken: bootstrapTokenDiscovery.optional(),
         file: fileDiscovery.optional(),
-        tlsBootstrapToken: z.string().optional(),
+        tlsBootstrapToken: token.optional(),
         ...(v4 ? {} : { timeout: duration.optional() }),
       })
       .optional(),
-    controlPlane: z.strictObject({ localAPIEndpoint: apiEndpoint.optional(), certificateKey: z.string().optional() }).optional(),
+    controlPlane: z.strictObject({ localAPIEndpoint: apiEndpoint.optional(), certificateKey: certificateKey.optional() }).optional(),
     skipPhases: z.array(z.string()).optional(),
     patches: patches.optional(),
     ...(v4 ? { timeouts: timeouts.optional() } : {}),

@@ -62,7 +62,8 @@ function unitText(sections: [string, string[]][]): string {
  *   `What=`, `Options=` when given, `WantedBy=swap.target`.
  * `dump` is ignored (no one reads it). `%` in settings is written `%%`.
  *
- * Problems (pushed) at the entry's origin: a relative mount point or swap device, a
+ * Problems (pushed) at the entry's origin: cloud-init's `ephemeralN` device aliases, a
+ * relative mount point or swap device, a
  * mount point `/`, a non-swap fstype on a `none` mount point, a setting a unit file
  * cannot hold (line break, edge whitespace, trailing `\`), a bad fstype, a unit name over
  * 255 characters.
@@ -72,6 +73,10 @@ export function mountUnits(mounts: readonly PlanMount[], filesystems: readonly R
   for (const [i, m] of mounts.entries()) {
     const origin = m.origin ?? `spec.provisioning.mounts[${i}]`;
     const fail = (message: string) => problems.push({ path: origin, message });
+    if (/^ephemeral\d+$/.test(m.device)) {
+      fail(`${m.device} is cloud-init's name for the datasource's ephemeral disk, which Ignition cannot resolve: give a device path (e.g. /dev/nvme1n1) or LABEL=`);
+      continue;
+    }
     const what = mountSource(m.device);
     const settings = [what, m.mountPoint, ...(m.options !== undefined ? [m.options] : [])];
     const bad = settings.map(unitValueProblem).find((p) => p !== undefined);

@@ -18,6 +18,7 @@
  * {@link rewriteProblems}.
  */
 import { type FieldProblem, RequestError } from '../../errors.js';
+import { duration } from '../../bootstrap/kubeadm/types.js';
 import { parseKubeVersion, selectKubeadmApiVersion, type KubeadmApiVersion } from '../../bootstrap/kubeadm/version.js';
 import { zodProblems } from '../parse.js';
 import { type ClusterApiVersion, type KubeadmConfigSpec, kubeadmConfigObjectSchema, kubeadmConfigSpecSchema } from './schema.js';
@@ -47,14 +48,16 @@ export function isClusterApiRequest(value: unknown): value is Doc & { spec: Doc 
  * → `spec.kubeadmConfigSpec.files[0].path`.
  */
 export function rewriteProblems(problems: readonly FieldProblem[], rewrite: PathRewrite): FieldProblem[] {
-  const rename = (text: string) => {
-    for (const [from, to] of rewrite) {
-      const re = new RegExp(`${from.replaceAll('.', '\\.')}(?=$|[.\\[\\s,;:)])`, 'g');
-      if (re.test(text)) return text.replace(re, to);
-    }
-    return text;
-  };
-  return problems.map((p) => ({ path: rename(p.path), message: rename(p.message) }));
+  return problems.map((p) => ({ path: rewriteText(p.path, rewrite), message: rewriteText(p.message, rewrite) }));
+}
+
+/** Rename the field paths in one text (a path, a message or a warning); see {@link rewriteProblems}. */
+export function rewriteText(text: string, rewrite: PathRewrite): string {
+  for (const [from, to] of rewrite) {
+    const re = new RegExp(`${from.replaceAll('.', '\\.')}(?=$|[.\\[\\s,;:)])`, 'g');
+    if (re.test(text)) return text.replace(re, to);
+  }
+  return text;
 }
 
 /** Remember that `request` was rewritten from Cluster API input (for errors raised later, at render). */
@@ -72,6 +75,13 @@ export function clusterApiOrigin(request: object): PathRewrite | undefined {
 
 /** Seconds → a Go duration kubeadm reads (`240s`). */
 const seconds = (n: number) => `${n}s`;
+
+/** Cluster API's bounds: `*Seconds` are int32; validity periods 1–1095 days (certificates) and 1–36500 (CAs). */
+const MAX_SECONDS = 2 ** 31 - 1;
+const MAX_DAYS = { certificateValidityPeriodDays: 1095, caCertificateValidityPeriodDays: 36500 } as const;
+
+/** A whole number of seconds Cluster API accepts (int32, 0 or more). */
+const isSeconds = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_SECONDS;
 
 /** The CAPI v1beta2 timeout fields and kubeadm v1beta4's names for them. */
 const TIMEOUTS: Record<string, string> = {
@@ -153,7 +163,7 @@ function kubeadmConfigurations(spec: KubeadmConfigSpec, role: unknown, target: K
       const path = `${at}.${name}.timeouts.${key}`;
       const kubeadmName = TIMEOUTS[key];
       if (kubeadmName === undefined) problems.push({ path, message: `unknown field; Cluster API timeouts are ${Object.keys(TIMEOUTS).join(', ')}` });
-      else if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) problems.push({ path, message: 'must be a whole number of seconds, 0 or more' });
+      else if (!isSeconds(value)) problems.push({ path, message: `must be a whole number of seconds from 0 to ${MAX_SECONDS}` });
       else if (v4 || target === undefined) converted[kubeadmName] = seconds(value);
       else if (kubeadmName === 'controlPlaneComponentHealthCheck' && name === 'initConfiguration') child(cluster, 'apiServer').timeoutForControlPlane = seconds(value);
       else if (kubeadmName === 'discovery' && name === 'joinConfiguration') child(join, 'discovery').timeout = seconds(value);
@@ -164,6 +174,14 @@ function kubeadmConfigurations(spec: KubeadmConfigSpec, role: unknown, target: K
     }
     if (Object.keys(converted).length > 0) doc.timeouts = converted;
     else delete doc.timeouts;
+  }
+
+  // v1beta1 durations, checked where the caller wrote them (they may move below).
+  for (const [value, path] of [
+    [(cluster.apiServer as Doc | undefined)?.timeoutForControlPlane, 'clusterConfiguration.apiServer.timeoutForControlPlane'],
+    [(join.discovery as Doc | undefined)?.timeout, 'joinConfiguration.discovery.timeout'],
+  ] as const) {
+    if (value !== undefined && !duration.safeParse(value).success) problems.push({ path: `${at}.${path}`, message: 'must be a Go duration such as 4m0s' });
   }
 
   if (v4) {
@@ -192,7 +210,7 @@ function kubeadmConfigurations(spec: KubeadmConfigSpec, role: unknown, target: K
     if (days === undefined) continue;
     Reflect.deleteProperty(cluster, key);
     const path = `${at}.clusterConfiguration.${key}`;
-    if (typeof days !== 'number' || !Number.isInteger(days) || days < 1) problems.push({ path, message: 'must be a whole number of days, 1 or more' });
+    if (typeof days !== 'number' || !Number.isInteger(days) || days < 1 || days > MAX_DAYS[key]) problems.push({ path, message: `must be a whole number of days from 1 to ${MAX_DAYS[key]}` });
     else if (!v4 && target !== undefined) problems.push({ path, message: 'kubeadm.k8s.io/v1beta3 (Kubernetes before 1.31) cannot set certificate validity; it needs Kubernetes 1.31 or later' });
     else cluster[kubeadmKey] = `${days * 24}h0m0s`;
   }
@@ -203,26 +221,32 @@ function kubeadmConfigurations(spec: KubeadmConfigSpec, role: unknown, target: K
       if (!isObject(token) || token.ttlSeconds === undefined) return;
       const ttl = token.ttlSeconds;
       delete token.ttlSeconds;
-      if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 0) problems.push({ path: `${at}.initConfiguration.bootstrapTokens[${i}].ttlSeconds`, message: 'must be a whole number of seconds, 0 or more' });
+      if (!isSeconds(ttl)) problems.push({ path: `${at}.initConfiguration.bootstrapTokens[${i}].ttlSeconds`, message: `must be a whole number of seconds from 0 to ${MAX_SECONDS}` });
       else token.ttl = seconds(ttl);
     });
   }
 
   const file = (join.discovery as Doc | undefined)?.file;
   if (isObject(file) && file.kubeConfig !== undefined) {
-    problems.push({ path: `${at}.joinConfiguration.discovery.file.kubeConfig`, message: 'is generated by Cluster API from the cluster; bootwright joins by bootstrap token (spec.cluster.bootstrapToken) or a kubeconfig file you write with files[] and name in discovery.file.kubeConfigPath' });
+    problems.push({ path: `${at}.joinConfiguration.discovery.file.kubeConfig`, message: 'is turned into a kubeconfig by Cluster API from the cluster; bootwright joins by bootstrap token (spec.cluster.bootstrapToken) or from a kubeconfig file you write with files[] and name in discovery.file.kubeConfigPath' });
   }
   if (isObject(join.controlPlane) && role === 'worker') {
     problems.push({ path: `${at}.joinConfiguration.controlPlane`, message: 'makes this a control-plane join, but spec.role is worker' });
   }
   for (const [doc, name] of [[init, 'initConfiguration'], [join, 'joinConfiguration']] as const) {
     const nodeName = (doc.nodeRegistration as Doc | undefined)?.name;
-    if (typeof nodeName === 'string' && nodeName.includes('{{')) {
+    if (nodeName !== undefined && (typeof nodeName !== 'string' || !DNS_SUBDOMAIN.test(nodeName))) {
       problems.push({
         path: `${at}.${name}.nodeRegistration.name`,
-        message: 'holds a template (such as {{ ds.meta_data.local_hostname }}) that only cloud-init Jinja (## template: jinja) would fill in; bootwright writes plain #cloud-config and Ignition, so give the node name in metadata.name instead',
+        message:
+          typeof nodeName === 'string' && /\{\{|\$\{|\$[A-Z_]/.test(nodeName)
+            ? 'holds a template or variable (such as {{ ds.meta_data.local_hostname }} or ${COREOS_EC2_HOSTNAME}) that only cloud-init Jinja or a later envsubst would fill in; bootwright writes the node name itself: give it in metadata.name'
+            : 'must be a DNS-1123 subdomain (a Kubernetes node name)',
       });
     }
+  }
+  for (const [doc, name] of [[cluster, 'clusterConfiguration'], [init, 'initConfiguration'], [join, 'joinConfiguration']] as const) {
+    for (const path of jinjaPaths(doc, `${at}.${name}`)) problems.push({ path, message: JINJA_MESSAGE });
   }
   if (role === 'worker') {
     const registration = child(join, 'nodeRegistration');
@@ -239,6 +263,31 @@ function kubeadmConfigurations(spec: KubeadmConfigSpec, role: unknown, target: K
   if (spec.useExperimentalRetryJoin !== undefined) kubeadm.useExperimentalRetryJoin = spec.useExperimentalRetryJoin;
   return kubeadm;
 }
+
+/** A Kubernetes node name: a DNS-1123 subdomain. */
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * cloud-init Jinja (`{{ ds.meta_data.hostname }}`, `{{ v1.instance_id }}`,
+ * `{{ local_hostname }}`, `{% if … %}`): CABPK's cloud-config starts with
+ * `## template: jinja`, so provider templates use it; bootwright's cloud-config is plain
+ * `#cloud-config` (a Jinja header would also rewrite every other `{{ }}` in the data)
+ * and Ignition has no templates, so such a value would reach the node literally.
+ */
+const JINJA = /\{\{-?\s*(?:(?:ds|v1|v2)\.[A-Za-z_]|(?:local_hostname|instance_id|cloud_name|region|availability_zone|platform)\s*-?\}\})|\{%-?\s*(?:if|for|set)\b/;
+const JINJA_MESSAGE =
+  'uses cloud-init Jinja (such as {{ ds.meta_data.hostname }}), which only a "## template: jinja" cloud-config fills in; bootwright writes plain #cloud-config and Ignition, so the text would reach the node as written: read the value at run time instead (e.g. $(cloud-init query ds.meta_data.hostname) in a command)';
+
+/** Paths of the string values under `value` that use cloud-init Jinja. */
+function jinjaPaths(value: unknown, at: string): string[] {
+  if (typeof value === 'string') return JINJA.test(value) ? [at] : [];
+  if (Array.isArray(value)) return value.flatMap((v, i) => jinjaPaths(v, `${at}[${i}]`));
+  if (isObject(value)) return Object.entries(value).flatMap(([k, v]) => jinjaPaths(v, `${at}.${k}`));
+  return [];
+}
+
+/** CABPK's Ignition file names, which bootwright's layout does not have. */
+const CABPK_IGNITION_PATHS = /\/etc\/kubeadm\.(?:yml|sh)\b/;
 
 /** Cluster API's provisioning fields as `spec.provisioning`: Secret references refused, templates executed. */
 function provisioning(spec: KubeadmConfigSpec, request: Doc, at: string, problems: FieldProblem[]): Doc {
@@ -264,6 +313,15 @@ function provisioning(spec: KubeadmConfigSpec, request: Doc, at: string, problem
       const { passwdFrom, ...user } = u;
       if (passwdFrom) problems.push({ path: `${at}.users[${i}].passwdFrom`, message: 'refers to a Secret, which bootwright cannot read: put the password hash in passwd' });
       return user;
+    });
+  }
+  for (const key of ['bootCommands', 'preKubeadmCommands', 'postKubeadmCommands'] as const) {
+    spec[key]?.forEach((command, i) => {
+      const path = `${at}.${key}[${i}]`;
+      if (JINJA.test(command)) problems.push({ path, message: JINJA_MESSAGE });
+      if (CABPK_IGNITION_PATHS.test(command)) {
+        problems.push({ path, message: 'names /etc/kubeadm.yml or /etc/kubeadm.sh, the files of CABPK\'s Ignition output; bootwright writes the kubeadm configuration to /run/kubeadm/ (cloud-config) or /etc/kubeadm/ (Ignition), kubeadm.yaml for init and kubeadm-join-config.yaml for joins' });
+      }
     });
   }
   for (const key of ['diskSetup', 'mounts', 'bootCommands', 'preKubeadmCommands', 'postKubeadmCommands', 'ntp', 'ignition'] as const) {

@@ -67,6 +67,12 @@ export const kubeadmConfigSpecSchema = z
   });
 export type KubeadmConfigSpec = z.infer<typeof kubeadmConfigSpecSchema>;
 
+/**
+ * A KubeadmConfigSpec that may be left out: v1beta2 marks specs `omitzero`, so
+ * `kubectl get -o yaml` omits an empty one.
+ */
+const specOrEmpty = kubeadmConfigSpecSchema.prefault({});
+
 /** Object metadata as Kubernetes writes it; read for nothing, so left open. */
 const objectMeta = looseObject.optional();
 
@@ -77,28 +83,28 @@ export const kubeadmConfigObjectSchema = z
       apiVersion: z.enum(CLUSTER_API_VERSIONS),
       kind: z.literal('KubeadmConfig'),
       metadata: objectMeta,
-      spec: kubeadmConfigSpecSchema,
+      spec: specOrEmpty,
       status: looseObject.optional(),
     }),
     z.strictObject({
       apiVersion: z.enum(CLUSTER_API_VERSIONS),
       kind: z.literal('KubeadmConfigTemplate'),
       metadata: objectMeta,
-      spec: z.strictObject({ template: z.strictObject({ metadata: objectMeta, spec: kubeadmConfigSpecSchema }) }),
+      spec: z.strictObject({ template: z.strictObject({ metadata: objectMeta, spec: specOrEmpty }).prefault({}) }).prefault({}),
     }),
     // The rest of a KubeadmControlPlane's spec (replicas, machineTemplate, rollout…) is about Machines, not a node's bootstrap data.
     z.strictObject({
       apiVersion: z.enum(CONTROL_PLANE_API_VERSIONS),
       kind: z.literal('KubeadmControlPlane'),
       metadata: objectMeta,
-      spec: z.looseObject({ kubeadmConfigSpec: kubeadmConfigSpecSchema, version: z.string().optional() }),
+      spec: z.looseObject({ kubeadmConfigSpec: specOrEmpty, version: z.string().optional() }).prefault({}),
       status: looseObject.optional(),
     }),
     z.strictObject({
       apiVersion: z.enum(CONTROL_PLANE_API_VERSIONS),
       kind: z.literal('KubeadmControlPlaneTemplate'),
       metadata: objectMeta,
-      spec: z.strictObject({ template: z.strictObject({ metadata: objectMeta, spec: z.looseObject({ kubeadmConfigSpec: kubeadmConfigSpecSchema }) }) }),
+      spec: z.strictObject({ template: z.strictObject({ metadata: objectMeta, spec: z.looseObject({ kubeadmConfigSpec: specOrEmpty }).prefault({}) }).prefault({}) }).prefault({}),
     }),
   ])
   .meta({

@@ -6,6 +6,7 @@ import { mountSource, udevEncode } from '../../../src/provision/ignition/mounts.
 import { renderIgnition } from '../../../src/provision/ignition/render.js';
 import { escapeUnitPath } from '../../../src/provision/ignition/systemd.js';
 import type { PlanMount, ProvisioningPlan } from '../../../src/provision/plan/types.js';
+import { problemsOf } from '../../support/errors.js';
 import { makePlan } from './plan.js';
 import { assertValid, haveSystemd, systemdEscapePath, systemdVerify } from './tools.js';
 
@@ -151,5 +152,12 @@ describe('renderIgnition: mounts', () => {
       problems.map((p) => p.path),
       [0, 1, 2, 3, 4, 5, 6, 8].map((i) => `spec.provisioning.mounts[${i}]`),
     );
+  });
+
+  it("refuses cloud-init's ephemeral disk aliases, which systemd cannot mount", () => {
+    const problems = problemsOf(() => renderIgnition(makePlan({ mounts: [mount(0, { device: 'ephemeral0', mountPoint: '/mnt/eph' })] })));
+    assert.deepEqual(problems, [
+      { path: 'spec.provisioning.mounts[0]', message: "ephemeral0 is cloud-init's name for the datasource's ephemeral disk, which Ignition cannot resolve: give a device path (e.g. /dev/nvme1n1) or LABEL=" },
+    ]);
   });
 });

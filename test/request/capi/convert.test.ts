@@ -210,6 +210,77 @@ describe('Cluster API input', () => {
     assert.ok(problems.every((p) => p.path === 'spec.kubeadmConfigSpec.ignition.containerLinuxConfig.additionalConfig'), JSON.stringify(problems));
   });
 
+  it('refuses cloud-init Jinja and CABPK Ignition file names, which would reach the node as written', () => {
+    const cases: [Doc, string, RegExp][] = [
+      [{ preKubeadmCommands: ['hostnamectl set-hostname "{{ ds.meta_data.hostname }}"'] }, 'spec.kubeadmConfigSpec.preKubeadmCommands[0]', /cloud-init Jinja/],
+      [{ joinConfiguration: { nodeRegistration: { kubeletExtraArgs: [{ name: 'provider-id', value: "openstack:///'{{ instance_id }}'" }] } } }, 'spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.kubeletExtraArgs[0].value', /cloud-init Jinja/],
+      [{ joinConfiguration: { nodeRegistration: { name: '${COREOS_EC2_HOSTNAME}' } } }, 'spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.name', /give it in metadata\.name/],
+      [{ joinConfiguration: { nodeRegistration: { name: 'Not_A_Name' } } }, 'spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.name', /DNS-1123 subdomain/],
+      [{ preKubeadmCommands: ['envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp'] }, 'spec.kubeadmConfigSpec.preKubeadmCommands[0]', /CABPK's Ignition output/],
+    ];
+    for (const [spec, path, message] of cases) {
+      const [first] = problemsOf(() => validateNodeBootstrap(worker({ kubeadmConfigSpec: spec })));
+      assert.ok(first, path);
+      assert.equal(first.path, path);
+      assert.match(first.message, message);
+    }
+    // Go templates and other braces are not Jinja: kept as written (case 001's kind).
+    const kept = worker({ kubeadmConfigSpec: { postKubeadmCommands: ["sed -i 's/{{ .PodSubnet }}/10.0.0.0\\/16/' /etc/cni.yaml"], files: [{ path: '/etc/j2', content: '{{ ds.meta_data.hostname }}\n' }] } });
+    assert.deepEqual((load(render(kept).body) as { runcmd: string[] }).runcmd.at(-1), "sed -i 's/{{ .PodSubnet }}/10.0.0.0\\/16/' /etc/cni.yaml");
+  });
+
+  it('keeps Cluster API numbers within their bounds (int32 seconds, validity days) and checks v1beta1 durations where written', () => {
+    const init = capiRequest('init', 'v1beta2');
+    Object.assign(init.spec.kubeadmConfigSpec as Doc, {
+      clusterConfiguration: { caCertificateValidityPeriodDays: 200000 },
+      initConfiguration: { bootstrapTokens: [{ token: 'wofy6e.c8kcvmvpmii021pm', ttlSeconds: 99999999999 }], timeouts: { controlPlaneComponentHealthCheckSeconds: 1e20 } },
+    });
+    assert.deepEqual(problemsOf(() => validateNodeBootstrap(init)), [
+      { path: 'spec.kubeadmConfigSpec.initConfiguration.timeouts.controlPlaneComponentHealthCheckSeconds', message: 'must be a whole number of seconds from 0 to 2147483647' },
+      { path: 'spec.kubeadmConfigSpec.clusterConfiguration.caCertificateValidityPeriodDays', message: 'must be a whole number of days from 1 to 36500' },
+      { path: 'spec.kubeadmConfigSpec.initConfiguration.bootstrapTokens[0].ttlSeconds', message: 'must be a whole number of seconds from 0 to 2147483647' },
+    ]);
+    const v1 = capiRequest('control-plane', 'v1beta1');
+    Object.assign(v1.spec.kubeadmConfigSpec as Doc, { clusterConfiguration: { apiServer: { timeoutForControlPlane: '20 minutes' } }, joinConfiguration: { discovery: { timeout: '5x' } } });
+    assert.deepEqual(problemsOf(() => validateNodeBootstrap(v1)).map((p) => p.path), ['spec.kubeadmConfigSpec.clusterConfiguration.apiServer.timeoutForControlPlane', 'spec.kubeadmConfigSpec.joinConfiguration.discovery.timeout']);
+  });
+
+  it('checks token, CA pins and certificate key given in kubeadm fields as spec.cluster\'s are checked', () => {
+    const req = capiRequest('control-plane', 'v1beta2');
+    (req.spec.kubeadmConfigSpec as Doc).joinConfiguration = { controlPlane: { certificateKey: 'XYZ' }, discovery: { bootstrapToken: { token: 'BADTOKEN', caCertHashes: ['nothash'] } } };
+    const problems = problemsOf(() => render(req));
+    assert.deepEqual(problems.map((p) => p.path).sort(), [
+      'spec.kubeadmConfigSpec.joinConfiguration.controlPlane.certificateKey',
+      'spec.kubeadmConfigSpec.joinConfiguration.discovery.bootstrapToken.caCertHashes[0]',
+      'spec.kubeadmConfigSpec.joinConfiguration.discovery.bootstrapToken.token',
+    ]);
+    assert.ok(problems.every((p) => !p.message.includes('BADTOKEN') && !p.message.includes('XYZ')));
+  });
+
+  it('joins by discovery.file without a bootstrap token (and without the generated token discovery)', () => {
+    const { bootstrapToken: _t, caCertHashes: _h, ...cluster } = (worker().spec as { cluster: Doc }).cluster;
+    const req = worker({
+      cluster,
+      kubeadmConfigSpec: { files: [{ path: '/etc/kubernetes/discovery.conf', permissions: '0600', content: 'apiVersion: v1\nkind: Config\n' }], joinConfiguration: { discovery: { file: { kubeConfigPath: '/etc/kubernetes/discovery.conf' }, tlsBootstrapToken: 'abcdef.0123456789abcdef' } } },
+    });
+    assert.deepEqual(docOf(render(req).body, 'JoinConfiguration').discovery, { file: { kubeConfigPath: '/etc/kubernetes/discovery.conf' }, tlsBootstrapToken: 'abcdef.0123456789abcdef' });
+  });
+
+  it('accepts v1beta2 objects with their empty specs left out (omitzero)', () => {
+    const bare = { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2', kind: 'KubeadmConfigTemplate' };
+    assert.equal(render(worker({ kubeadmConfig: bare })).body, render(worker({ kubeadmConfigSpec: {} })).body);
+    assert.equal(render(worker({ kubeadmConfig: { ...bare, kind: 'KubeadmConfig' } })).body, render(worker({ kubeadmConfigSpec: {} })).body);
+    const kcp = capiRequest('control-plane', 'v1beta2');
+    delete kcp.spec.kubeadmConfigSpec;
+    kcp.spec.kubeadmConfig = { apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2', kind: 'KubeadmControlPlane', spec: { version: 'v1.33.2' } };
+    assert.ok(render(kcp).body.includes('kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml'));
+  });
+
+  it('names the Cluster API field in warnings too', () => {
+    const out = renderNodeBootstrap(validateNodeBootstrap(worker({ kubeadmConfigSpec: { ignition: { containerLinuxConfig: { additionalConfig: 'storage: {}\n' } } } })), { format: 'cloud-config' });
+    assert.deepEqual(out.warnings, ['spec.kubeadmConfigSpec.ignition.containerLinuxConfig.additionalConfig is ignored: it applies to Ignition output only']);
+  });
+
   it('takes format as spec.output.format (negotiation still wins)', () => {
     const req = worker({ kubeadmConfigSpec: { format: 'ignition' } });
     assert.equal(renderNodeBootstrap(validateNodeBootstrap(req)).format, 'ignition');
