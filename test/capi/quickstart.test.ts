@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { load } from 'js-yaml';
 import { checkIgnitionRules } from '../../src/provision/ignition/rules.js';
+import { checkIgnitionV2Rules } from '../../src/provision/ignition/v2/rules.js';
 import { renderNodeBootstrap } from '../../src/render.js';
 import { parseNodeBootstrap, validateNodeBootstrap } from '../../src/request/parse.js';
 import { cloudConfigFiles } from '../support/decode.js';
@@ -24,6 +25,13 @@ describe('Cluster API quick start', () => {
         assert.deepEqual(await cloudInitSchema(out.body), []);
         const kubeadm = (load(out.body) as { write_files: { path: string; content: string }[] }).write_files.find((f) => f.path.startsWith('/run/kubeadm/'))!;
         assert.match(kubeadm.content, /name: eviction-hard\n\s+value: nodefs\.available<0%,nodefs\.inodesFree<0%,imagefs\.available<0%/);
+      });
+
+      it(`${role} from ${version}: Ignition 2.3.0 (what CABPK emits) passes the 2.3 schema and rules`, () => {
+        const out = renderNodeBootstrap(validateNodeBootstrap(capiRequest(role, version)), { format: 'ignition', ignitionVersion: '2.3.0' });
+        assert.equal(out.mediaType, 'application/vnd.coreos.ignition+json; version=2.3.0');
+        assert.deepEqual(validateIgnitionSchema(out.body, '2.3.0'), []);
+        assert.deepEqual(checkIgnitionV2Rules(JSON.parse(out.body)), []);
       });
 
       for (const ignitionVersion of ['3.0.0', '3.3.0', '3.4.0', '3.6.0']) {
