@@ -14,6 +14,7 @@ import { validateNodeBootstrap } from '../src/request/parse.js';
 import { checkIgnitionRules } from '../src/provision/ignition/rules.js';
 import { checkIgnitionV2Rules } from '../src/provision/ignition/v2/rules.js';
 import { RENDERER_VERSION } from '../src/version.js';
+import { capiRequest } from './support/capi.js';
 import { example } from './support/requests.js';
 import { cloudInitSchema, ignitionValidate, ignitionValidateKnows, validateCloudConfigSchema, validateIgnitionSchema } from './support/validators.js';
 
@@ -72,6 +73,26 @@ describe('golden outputs', () => {
       assert.deepEqual(validateIgnitionSchema(out.body, '2.3.0'), []);
       assert.deepEqual(checkIgnitionV2Rules(JSON.parse(out.body)), []);
     });
+  }
+
+  // Cluster API input (the quick start in v1beta2 shapes): the node CABPK would build,
+  // pinned like the native requests' goldens.
+  for (const role of ['init', 'worker'] as const) {
+    for (const [ext, options] of [
+      ['cloud-config.yaml', { format: 'cloud-config' }],
+      ['ign.json', { format: 'ignition' }],
+      ['ign-2.3.0.json', { format: 'ignition', ignitionVersion: '2.3.0' }],
+    ] as const) {
+      const name = `capi-${role}.${ext}`;
+      it(name, async () => {
+        const out = renderNodeBootstrap(validateNodeBootstrap(capiRequest(role, 'v1beta2')), options);
+        const file = new URL(name, GOLDEN_DIR);
+        if (update) writeFileSync(file, out.body);
+        assert.equal(out.body, readFileSync(file, 'utf8'), `${name} differs from the golden; if intended, UPDATE_GOLDEN=1 npm test`);
+        if (out.format === 'cloud-config') assert.deepEqual(await cloudInitSchema(out.body), []);
+        else assert.deepEqual(validateIgnitionSchema(out.body, out.ignitionVersion!), []);
+      });
+    }
   }
 
   // Runs after the goldens above (node:test runs a suite's tests in order). A golden
