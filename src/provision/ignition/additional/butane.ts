@@ -48,24 +48,25 @@ const UNTRANSLATED: Readonly<Record<string, string>> = {
  *   `inline` with `source` or with `compression` is refused (Butane refuses both).
  * - Unknown keys: problems naming the key path (`storage.files[0].contnts: unknown key`)
  *   when `strict` (the default for Butane), warnings (key dropped) with `strict: false`.
+ * - Keys are data: `__proto__`, `constructor`... are unknown keys like any other.
  * - A field the target spec does not have (e.g. `luks` in fcos 1.1.0) is a problem.
  */
 export function readButaneConfig(document: Record<string, unknown>, strict: boolean): ReadConfig {
   const problems: ConfigProblem[] = [];
   const warnings: string[] = [];
   const { variant, version, ...rest } = document;
-  const targets = typeof variant === 'string' ? BUTANE_TARGETS[variant] : undefined;
+  const targets = typeof variant === 'string' && Object.hasOwn(BUTANE_TARGETS, variant) ? BUTANE_TARGETS[variant] : undefined;
   if (!targets) {
     problems.push({ at: 'variant', message: `must be ${Object.keys(BUTANE_TARGETS).join(' or ')} (Butane variants bootwright translates)` });
     return { config: {}, version: '3.0.0', problems, warnings };
   }
-  const target = typeof version === 'string' ? targets[version] : undefined;
+  const target = typeof version === 'string' && Object.hasOwn(targets, version) ? targets[version] : undefined;
   if (!target) {
     problems.push({ at: 'version', message: `must be one of ${Object.keys(targets).join(', ')} for variant ${String(variant)}` });
     return { config: {}, version: '3.0.0', problems, warnings };
   }
   // Butane's `ignition` has no `version`: the Butane version decides the spec.
-  if (isObject(rest.ignition) && 'version' in rest.ignition) {
+  if (isObject(rest.ignition) && Object.hasOwn(rest.ignition, 'version')) {
     if (strict) problems.push({ at: 'ignition.version', message: 'unknown key' });
     else warnings.push('ignition.version: unknown key, ignored');
   }
@@ -75,13 +76,13 @@ export function readButaneConfig(document: Record<string, unknown>, strict: bool
     strict,
     problems,
     warnings,
-    untranslated: (pattern) => UNTRANSLATED[pattern],
+    untranslated: (pattern) => (Object.hasOwn(UNTRANSLATED, pattern) ? UNTRANSLATED[pattern] : undefined),
     resource: (value, at) => {
-      if ('local' in value) {
+      if (Object.hasOwn(value, 'local')) {
         problems.push({ at: `${at}.local`, message: NO_FILES_DIR });
         return undefined;
       }
-      if (!('inline' in value) || value.inline === null) return value;
+      if (!Object.hasOwn(value, 'inline') || value.inline === null) return value;
       const { inline, ...others } = value;
       if (typeof inline !== 'string') {
         problems.push({ at: `${at}.inline`, message: 'must be a string' });

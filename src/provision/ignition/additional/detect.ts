@@ -77,11 +77,11 @@ export function detectAdditionalConfig(text: string): DetectedConfig {
   if (text.trim() === '') throw new ParseProblem({ at: '', message: 'is empty' });
   if (text.trimStart().startsWith('{')) {
     const doc = parseJson(text);
-    if (isObject(doc) && isObject(doc.ignition) && 'version' in doc.ignition) return { kind: 'ignition', document: doc };
+    if (isObject(doc) && isObject(doc.ignition) && Object.hasOwn(doc.ignition, 'version')) return { kind: 'ignition', document: doc };
   }
   const butane = loadYaml(text, BUTANE_SCHEMA);
   if (!isObject(butane)) throw new ParseProblem({ at: '', message: 'must be a mapping (an Ignition JSON config, a Butane config or a Container Linux Config)' });
-  if ('variant' in butane) return { kind: 'butane', document: butane };
-  if (isObject(butane.ignition) && 'version' in butane.ignition) return { kind: 'ignition', document: butane };
+  if (Object.hasOwn(butane, 'variant')) return { kind: 'butane', document: butane };
+  if (isObject(butane.ignition) && Object.hasOwn(butane.ignition, 'version')) return { kind: 'ignition', document: butane };
   return { kind: 'clc', document: loadYaml(text, YAML11_SCHEMA) as Record<string, unknown> };
 }

@@ -203,6 +203,7 @@ export function readShape(value: unknown, shape: Shape, at: string, pattern: str
     if (!input) return undefined;
   }
   const obj = shape as ShapeObject;
+  // Input keys are user data (`__proto__`, `constructor`...): only own keys, through a Map.
   const byInputName = new Map(Object.keys(obj).map((f) => [options.keyName(f), f]));
   for (const key of Object.keys(input)) {
     if (byInputName.has(key)) continue;
@@ -214,7 +215,7 @@ export function readShape(value: unknown, shape: Shape, at: string, pattern: str
   const out: Record<string, unknown> = {};
   for (const [field, sub] of Object.entries(obj)) {
     const key = options.keyName(field);
-    if (!(key in input)) continue;
+    if (!Object.hasOwn(input, key)) continue;
     const r = readShape(input[key], sub, join(at, key), join(pattern, key), options);
     if (r !== undefined) out[field] = r;
   }
