@@ -10,6 +10,7 @@ import type { PlanIgnitionAdditional } from '../../plan/types.js';
 import { PathRegistry, UNIT_DIR } from '../registry.js';
 import { checkIgnitionRules } from '../rules.js';
 import type { IgnitionSpecVersion } from '../versions.js';
+import { BOOTSTRAP_STATE_DIR } from '../bootstrap.js';
 import { readButaneConfig } from './butane.js';
 import { readClcConfig } from './clc.js';
 import { detectAdditionalConfig, ParseProblem } from './detect.js';
@@ -36,8 +37,12 @@ export interface MergedConfig {
   warnings: string[];
 }
 
-/** Directory trees bootwright owns (the request's generated-path prefixes without the trailing `/`). */
-const PROTECTED_TREES = GENERATED_PATH_PREFIXES.map((p) => p.replace(/\/$/, ''));
+/**
+ * Directory trees bootwright owns: the request's generated-path prefixes without the
+ * trailing `/`, and the bootstrap unit's state directory (its `StateDirectory=`, holding
+ * the stamp whose presence skips kubeadm).
+ */
+const PROTECTED_TREES = [...GENERATED_PATH_PREFIXES.map((p) => p.replace(/\/$/, '')), BOOTSTRAP_STATE_DIR];
 
 /**
  * Read the additional config by kind (see `./detect.ts`). `strict` defaults: Butane and
@@ -59,6 +64,8 @@ export function readAdditionalConfig(text: string, strict: boolean | undefined):
 }
 
 const under = (p: string, tree: string) => p === tree || p.startsWith(`${tree}/`);
+/** Whether `p` is a proper ancestor directory of `other`. */
+const ancestorOf = (p: string, other: string) => p !== other && other.startsWith(p.endsWith('/') ? p : `${p}/`);
 
 /** Problems for child entries that would replace or disable bootwright's own. */
 function protectedProblems(child: Obj, prot: ProtectedEntries): { at: string; message: string }[] {
@@ -74,6 +81,12 @@ function protectedProblems(child: Obj, prot: ProtectedEntries): { at: string; me
       const tree = PROTECTED_TREES.find((t) => under(p, t));
       if (tree !== undefined || prot.paths.includes(p) || unitPaths.some((u) => under(p, u))) {
         out.push({ at: `storage.${kind}[${i}].path`, message: `may not replace or write under a path bootwright generates for the bootstrap (${tree ?? p}): the node would not join` });
+        continue;
+      }
+      // A file or link where bootwright needs a directory (e.g. /etc, /var/lib).
+      const below = kind === 'directories' ? undefined : [...PROTECTED_TREES, ...prot.paths, ...unitPaths].find((q) => ancestorOf(p, q));
+      if (below !== undefined) {
+        out.push({ at: `storage.${kind}[${i}].path`, message: `may not be a ${kind === 'files' ? 'file' : 'link'}: bootwright needs it to be a directory for what it generates for the bootstrap (${below}): the node would not join` });
       }
     }
   }
@@ -138,8 +151,9 @@ function ownerProblems(config: Obj): FieldProblem[] {
  * refuses (`compression`, `verification.hash`, filesystem `format`); unsupported kinds,
  * versions and sugar; fields newer than the config's own spec; entries that would take
  * over what bootwright generates for kubeadm (paths under /etc/kubeadm,
- * /etc/kubernetes/pki, /run/kubeadm, /run/cluster-api and the given `prot` paths; the
- * contents, `enabled` or `mask` of the kubeadm units; `ignition.config.replace`); a
+ * /etc/kubernetes/pki, /run/kubeadm, /run/cluster-api, /var/lib/bootwright and the given
+ * `prot` paths, and a file or link at an ancestor of any of them; the contents,
+ * `enabled` or `mask` of the kubeadm units; `ignition.config.replace`); a
  * merged config breaking Ignition's rules (duplicate paths, a file where a directory
  * must be, unit and drop-in names, data URLs, an owner with both id and name...).
  *

@@ -13,6 +13,7 @@ import { worker } from '../../../support/requests.js';
 import { fullPlan, HARD_TEXTS, makePlan, planFile } from '../plan.js';
 import { assertValid, haveIgnitionApply, withAppliedRoot } from '../tools.js';
 import { requestError } from '../../../support/errors.js';
+import { BOOTSTRAP_STAMP, BOOTSTRAP_STATE_DIR } from '../../../../src/provision/ignition/bootstrap.js';
 
 const ORIGIN = 'spec.provisioning.ignition.containerLinuxConfig.additionalConfig';
 
@@ -251,6 +252,30 @@ describe('additional config errors', () => {
     assert.match(message('{"ignition": {"version": "3.0.0", "config": {"replace": {"source": "https://x/y.ign"}}}}'), /ignition\.config\.replace: would discard the generated config/);
     // A file where bootwright needs a directory.
     assert.match(message('{"ignition": {"version": "3.0.0"}, "storage": {"files": [{"path": "/etc/kubeadm", "contents": {"source": "data:,x"}}]}}'), /may not replace/);
+  });
+
+  it("may not write the bootstrap unit's state directory (/var/lib/bootwright) or anything under it", () => {
+    const prot = `may not replace or write under a path bootwright generates for the bootstrap (${BOOTSTRAP_STATE_DIR}): the node would not join`;
+    assert.equal(message(`storage:\n  files:\n    - path: ${BOOTSTRAP_STAMP}\n      contents: {inline: "success"}\n`), `${ORIGIN}: storage.files[0].path: ${prot}`);
+    assert.equal(message(`{"ignition": {"version": "3.0.0"}, "storage": {"directories": [{"path": "${BOOTSTRAP_STATE_DIR}"}]}}`), `${ORIGIN}: storage.directories[0].path: ${prot}`);
+    assert.equal(message(`variant: fcos\nversion: 1.4.0\nstorage:\n  links:\n    - path: ${BOOTSTRAP_STATE_DIR}/x\n      target: /tmp\n`), `${ORIGIN}: storage.links[0].path: ${prot}`);
+  });
+
+  it('may not make a file or link of a directory holding what bootwright generates; directories there are fine', () => {
+    assert.equal(
+      message('{"ignition": {"version": "3.0.0"}, "storage": {"files": [{"path": "/var/lib", "contents": {"source": "data:,x"}}], "links": [{"path": "/etc", "target": "/tmp"}]}}'),
+      [
+        `${ORIGIN}: storage.files[0].path: may not be a file: bootwright needs it to be a directory for what it generates for the bootstrap (${BOOTSTRAP_STATE_DIR}): the node would not join`,
+        `${ORIGIN}: storage.links[0].path: may not be a link: bootwright needs it to be a directory for what it generates for the bootstrap (/etc/kubernetes/pki): the node would not join`,
+      ].join('; '),
+    );
+    assert.equal(message('storage:\n  files:\n    - path: /run/cluster-api\n'), `${ORIGIN}: storage.files[0].path: may not replace or write under a path bootwright generates for the bootstrap (/run/cluster-api): the node would not join`);
+    assert.match(message('storage:\n  files:\n    - path: /etc/systemd/system\n'), /storage\.files\[0\]\.path: may not be a file: bootwright needs it to be a directory for what it generates for the bootstrap \(\/etc\/systemd\/system\/kubeadm-bootstrap\.service\)/);
+    const out = renderIgnition(withConfig('{"ignition": {"version": "3.0.0"}, "storage": {"directories": [{"path": "/var/lib", "mode": 493}, {"path": "/var/lib/app"}]}}'));
+    assert.deepEqual(
+      (out.config as { storage: { directories: { path: string }[] } }).storage.directories.map((d) => d.path),
+      ['/var/lib', '/var/lib/app'],
+    );
   });
 
   it('the merged config is checked with Ignition rules', async () => {
