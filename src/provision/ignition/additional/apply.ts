@@ -10,7 +10,7 @@ import type { PlanIgnitionAdditional } from '../../plan/types.js';
 import { PathRegistry, UNIT_DIR } from '../registry.js';
 import { checkIgnitionRules } from '../rules.js';
 import type { IgnitionSpecVersion } from '../versions.js';
-import { BOOTSTRAP_STATE_DIR } from '../bootstrap.js';
+import { BOOTSTRAP_STATE_DIR, BOOTSTRAP_UNIT } from '../bootstrap.js';
 import { readButaneConfig } from './butane.js';
 import { readClcConfig } from './clc.js';
 import { detectAdditionalConfig, ParseProblem } from './detect.js';
@@ -43,6 +43,12 @@ export interface MergedConfig {
  * the stamp whose presence skips kubeadm).
  */
 const PROTECTED_TREES = [...GENERATED_PATH_PREFIXES.map((p) => p.replace(/\/$/, '')), BOOTSTRAP_STATE_DIR];
+
+/**
+ * The unit Cluster API's kubeadm bootstrap provider runs kubeadm from (`/etc/kubeadm.sh`);
+ * Cluster API provider templates add drop-ins to it, which would land on no unit here.
+ */
+const CAPI_KUBEADM_UNIT = 'kubeadm.service';
 
 /**
  * Read the additional config by kind (see `./detect.ts`). `strict` defaults: Butane and
@@ -92,7 +98,11 @@ function protectedProblems(child: Obj, prot: ProtectedEntries): { at: string; me
   }
   const units = isObject(child.systemd) && Array.isArray(child.systemd.units) ? child.systemd.units : [];
   for (const [i, unit] of units.entries()) {
-    if (!isObject(unit) || typeof unit.name !== 'string' || !prot.units.includes(unit.name)) continue;
+    if (!isObject(unit) || typeof unit.name !== 'string') continue;
+    if (unit.name === CAPI_KUBEADM_UNIT && unit.contents === undefined && Array.isArray(unit.dropins) && unit.dropins.length > 0) {
+      out.push({ at: `systemd.units[${i}]`, message: `${CAPI_KUBEADM_UNIT} is Cluster API's unit name; bootwright runs kubeadm from ${BOOTSTRAP_UNIT}: add the drop-in there` });
+    }
+    if (!prot.units.includes(unit.name)) continue;
     for (const field of ['contents', 'enabled', 'mask']) {
       if (unit[field] !== undefined) out.push({ at: `systemd.units[${i}].${field}`, message: `may not change ${unit.name}, which bootwright generates to run kubeadm (dropins may be added)` });
     }
@@ -149,11 +159,11 @@ function ownerProblems(config: Obj): FieldProblem[] {
  * parse (line and column, never the text); unknown keys when strict; missing required
  * fields (a file's `path`, a unit's `name`, a link's `target`...) and values Ignition
  * refuses (`compression`, `verification.hash`, filesystem `format`); unsupported kinds,
- * versions and sugar; fields newer than the config's own spec; entries that would take
- * over what bootwright generates for kubeadm (paths under /etc/kubeadm,
- * /etc/kubernetes/pki, /run/kubeadm, /run/cluster-api, /var/lib/bootwright and the given
- * `prot` paths, and a file or link at an ancestor of any of them; the contents,
- * `enabled` or `mask` of the kubeadm units; `ignition.config.replace`); a
+ * versions and sugar; fields newer than the config's own spec; entries that would take over what bootwright generates for kubeadm (paths under
+ * /etc/kubeadm, /etc/kubernetes/pki, /run/kubeadm, /run/cluster-api, /var/lib/bootwright
+ * and the given `prot` paths, and a file or link at an ancestor of any of them; the
+ * contents, `enabled` or `mask` of the kubeadm units; `ignition.config.replace`); drop-ins
+ * for Cluster API's `kubeadm.service`, which does not exist here; a
  * merged config breaking Ignition's rules (duplicate paths, a file where a directory
  * must be, unit and drop-in names, data URLs, an owner with both id and name...).
  *

@@ -13,7 +13,7 @@ import { worker } from '../../../support/requests.js';
 import { fullPlan, HARD_TEXTS, makePlan, planFile } from '../plan.js';
 import { assertValid, haveIgnitionApply, withAppliedRoot } from '../tools.js';
 import { requestError } from '../../../support/errors.js';
-import { BOOTSTRAP_STAMP, BOOTSTRAP_STATE_DIR } from '../../../../src/provision/ignition/bootstrap.js';
+import { BOOTSTRAP_STAMP, BOOTSTRAP_STATE_DIR, BOOTSTRAP_UNIT } from '../../../../src/provision/ignition/bootstrap.js';
 
 const ORIGIN = 'spec.provisioning.ignition.containerLinuxConfig.additionalConfig';
 
@@ -276,6 +276,18 @@ describe('additional config errors', () => {
       (out.config as { storage: { directories: { path: string }[] } }).storage.directories.map((d) => d.path),
       ['/var/lib', '/var/lib/app'],
     );
+  });
+
+  it("a drop-in for Cluster API's kubeadm.service is refused, pointing at kubeadm-bootstrap.service", () => {
+    const capi = `kubeadm.service is Cluster API's unit name; bootwright runs kubeadm from ${BOOTSTRAP_UNIT}: add the drop-in there`;
+    // CAPA/CAPO Flatcar templates: Butane, and the CLC CABPK transpiles.
+    const dropin = '"[Unit]\\nRequires=coreos-metadata.service\\nAfter=coreos-metadata.service\\n[Service]\\nEnvironmentFile=/run/metadata/flatcar\\n"';
+    assert.equal(message(`variant: flatcar\nversion: 1.0.0\nsystemd:\n  units:\n    - name: kubeadm.service\n      enabled: true\n      dropins:\n        - name: 10-flatcar.conf\n          contents: ${dropin}\n`), `${ORIGIN}: systemd.units[0]: ${capi}`);
+    assert.equal(message(`systemd:\n  units:\n    - name: app.service\n      enable: true\n    - name: kubeadm.service\n      dropins:\n        - name: 10-flatcar.conf\n          contents: ${dropin}\n`), `${ORIGIN}: systemd.units[1]: ${capi}`);
+    assert.equal(message(`{"ignition": {"version": "3.0.0"}, "systemd": {"units": [{"name": "kubeadm.service", "dropins": [{"name": "10-x.conf", "contents": "[Service]\\n"}]}]}}`), `${ORIGIN}: systemd.units[0]: ${capi}`);
+    // A unit of that name the config defines itself is its own business; drop-ins on kubeadm-bootstrap.service are allowed.
+    const own = renderIgnition(withConfig(`systemd:\n  units:\n    - name: kubeadm.service\n      contents: ${JSON.stringify(UNIT)}\n      dropins: [{name: 10-x.conf, contents: "[Service]\\n"}]\n    - name: ${BOOTSTRAP_UNIT}\n      dropins: [{name: 10-x.conf, contents: "[Service]\\n"}]\n`));
+    assert.deepEqual(cfg(own).systemd.units.map((u) => [u.name, u.dropins?.map((d) => d.name)]), [[BOOTSTRAP_UNIT, ['10-x.conf']], ['kubeadm.service', ['10-x.conf']]]);
   });
 
   it('the merged config is checked with Ignition rules', async () => {
