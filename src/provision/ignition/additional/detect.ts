@@ -14,7 +14,8 @@ import { type ConfigProblem, isObject } from './shape.js';
 /**
  * Butane's reader (go-yaml v3): YAML 1.2 core, but a leading-zero integer such as
  * `0644` is octal as in YAML 1.1 (go-yaml v3 keeps that for modes; Butane's docs write
- * `mode: 0644`). `0o644` is not read as a number here: write `0644` or `420`.
+ * `mode: 0644`). `0o644` and `yes`/`no` stay strings here: go-yaml v3 reads them as an
+ * integer or a boolean only into a field of that type, which `./butane.ts` does.
  */
 const BUTANE_SCHEMA = CORE_SCHEMA.withTags(intYaml11Tag);
 

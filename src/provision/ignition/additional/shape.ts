@@ -145,6 +145,12 @@ export interface ReadOptions {
    * after recording a problem.
    */
   resource?: (value: Record<string, unknown>, at: string) => Record<string, unknown> | undefined;
+  /**
+   * Reads a scalar for a leaf of type `leaf` the way the input format's parser would
+   * (e.g. Butane's go-yaml v3: `yes` for a boolean, `0o644` for an integer); returns the
+   * value to check, `value` itself when it has no other reading.
+   */
+  scalar?: (value: unknown, leaf: Leaf) => unknown;
 }
 
 /** Whether `v` is a plain object (not null, not a list). */
@@ -173,6 +179,7 @@ export function snakeCase(field: string): string {
 export function readShape(value: unknown, shape: Shape, at: string, pattern: string, options: ReadOptions): unknown {
   if (value === null || value === undefined) return undefined;
   if (typeof shape === 'string') {
+    if (options.scalar) value = options.scalar(value, shape);
     const ok = shape === 'string' ? typeof value === 'string' : shape === 'boolean' ? typeof value === 'boolean' : Number.isSafeInteger(value);
     if (!ok) {
       options.problems.push({ at, message: `must be ${shape === 'integer' ? 'an integer' : `a ${shape}`}` });

@@ -347,3 +347,13 @@ describe('cloud-config ignores the additional config', () => {
     assert.throws(() => validateNodeBootstrap(worker({ provisioning: { ignition: { containerLinuxConfig: { additionalConfig: 'a: b', strcit: true } } } })), /spec\.provisioning\.ignition\.containerLinuxConfig\.strcit: unknown field/);
   });
 });
+
+describe('Butane scalars as Butane reads them, through to the output', () => {
+  it('mode: 0o644 and overwrite: yes', async () => {
+    const out = renderIgnition(withConfig('variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/app.conf\n      mode: 0o644\n      overwrite: yes\n      contents: {inline: "a=1\\n"}\n'));
+    const file = (out.config as { storage: { files: { path: string; mode?: number; overwrite?: boolean }[] } }).storage.files.find((f) => f.path === '/etc/app.conf');
+    assert.equal(file?.mode, 420);
+    assert.equal(file?.overwrite, true);
+    await assertValid(out);
+  });
+});
