@@ -158,8 +158,9 @@ function ownerProblems(config: Obj): FieldProblem[] {
  * additional config, e.g. `storage.files[0].contnts: unknown key`): text that does not
  * parse (line and column, never the text); unknown keys when strict; missing required
  * fields (a file's `path`, a unit's `name`, a link's `target`...) and values Ignition
- * refuses (`compression`, `verification.hash`, filesystem `format`); unsupported kinds,
- * versions and sugar; fields newer than the config's own spec; entries that would take over what bootwright generates for kubeadm (paths under
+ * refuses (`compression`, `verification.hash`, filesystem `format`, a `mode` outside
+ * 0..07777); unsupported kinds, versions and sugar; fields newer than the config's own
+ * spec; entries that would take over what bootwright generates for kubeadm (paths under
  * /etc/kubeadm, /etc/kubernetes/pki, /run/kubeadm, /run/cluster-api, /var/lib/bootwright
  * and the given `prot` paths, and a file or link at an ancestor of any of them; the
  * contents, `enabled` or `mask` of the kubeadm units; `ignition.config.replace`); drop-ins
@@ -186,7 +187,8 @@ export function mergeAdditionalConfig(generated: Obj, additional: PlanIgnitionAd
     throw e;
   }
   const child = withoutVersion(read.config);
-  const problems = [...fail(read.problems), ...fail(read.problems.length ? [] : [...missingRequired(child), ...invalidValues(child)]), ...fail(protectedProblems(child, prot))];
+  // Missing fields only when the reading went well (a field of the wrong type is dropped, then missing too).
+  const problems = [...fail(read.problems), ...fail(read.problems.length ? [] : missingRequired(child)), ...fail(invalidValues(child)), ...fail(protectedProblems(child, prot))];
   if (problems.length) throw new RequestError(problems);
   const config = mergeIgnitionConfigs(generated, child);
   const after = [...checkIgnitionRules(config), ...nestingProblems(config), ...ownerProblems(config)];

@@ -288,13 +288,16 @@ const RESOURCE_PATTERNS = [
 ];
 /** Filesystem formats Ignition 3.x creates (`none` from 3.3.0, checked by the feature table). */
 const FORMATS = ['ext4', 'btrfs', 'xfs', 'vfat', 'swap', 'none'];
+/** The highest legal file mode (Ignition `validateMode`: permission and setuid/setgid/sticky bits). */
+const MAX_MODE = 0o7777;
 const HASH = /^(sha512-[0-9a-f]{128}|sha256-[0-9a-f]{64})$/;
 
 /**
  * Values Ignition's validation refuses that the schema lets through (coreos/ignition
  * `config/v3_*\/types`: resource `compression` is `gzip` or empty, `verification.hash` is
- * `sha512-<128 hex>` or `sha256-<64 hex>`, a filesystem `format` is one Ignition knows).
- * Paths use Ignition's names; values are not quoted.
+ * `sha512-<128 hex>` or `sha256-<64 hex>`, a filesystem `format` is one Ignition knows,
+ * a file or directory `mode` is 0..07777 at any spec: "illegal file mode"). Every such
+ * value is reported. Paths use Ignition's names; values are not quoted.
  */
 export function invalidValues(config: Record<string, unknown>): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
@@ -307,6 +310,11 @@ export function invalidValues(config: Record<string, unknown>): ConfigProblem[] 
   }
   for (const [fs, at] of objectsAt(config, ['storage', 'filesystems', '[]'], '')) {
     if (typeof fs.format === 'string' && fs.format !== '' && !FORMATS.includes(fs.format)) problems.push({ at: `${at}.format`, message: `must be one of ${FORMATS.join(', ')}` });
+  }
+  for (const kind of ['files', 'directories']) {
+    for (const [node, at] of objectsAt(config, ['storage', kind, '[]'], '')) {
+      if (typeof node.mode === 'number' && !(Number.isSafeInteger(node.mode) && node.mode >= 0 && node.mode <= MAX_MODE)) problems.push({ at: `${at}.mode`, message: 'illegal file mode' });
+    }
   }
   return problems;
 }

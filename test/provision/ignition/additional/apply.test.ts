@@ -352,8 +352,32 @@ describe('Butane scalars as Butane reads them, through to the output', () => {
   it('mode: 0o644 and overwrite: yes', async () => {
     const out = renderIgnition(withConfig('variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/app.conf\n      mode: 0o644\n      overwrite: yes\n      contents: {inline: "a=1\\n"}\n'));
     const file = (out.config as { storage: { files: { path: string; mode?: number; overwrite?: boolean }[] } }).storage.files.find((f) => f.path === '/etc/app.conf');
-    assert.equal(file?.mode, 420);
-    assert.equal(file?.overwrite, true);
+    assert.ok(file);
+    assert.equal(file.mode, 420);
+    assert.equal(file.overwrite, true);
     await assertValid(out);
+  });
+});
+
+describe('illegal modes in an additional config', () => {
+  const message = (text: string) => requestError(() => renderIgnition(withConfig(text))).message;
+  const all = (...messages: string[]) => messages.map((m) => `${ORIGIN}: ${m}`).join('; ');
+
+  it('a negative mode is an illegal file mode at any spec, not a setuid/setgid/sticky feature', () => {
+    assert.equal(message('{"ignition": {"version": "3.3.0"}, "storage": {"files": [{"path": "/etc/a", "mode": -1}]}}'), all('storage.files[0].mode: illegal file mode'));
+    assert.equal(message('{"ignition": {"version": "3.6.0"}, "storage": {"files": [{"path": "/etc/a", "mode": -1}]}}'), all('storage.files[0].mode: illegal file mode'));
+    assert.equal(message('storage:\n  files:\n    - path: /etc/a\n      mode: -1\n'), all('storage.files[0].mode: illegal file mode'));
+    assert.equal(message('variant: fcos\nversion: 1.4.0\nstorage:\n  directories: [{path: /etc/d, mode: -0o1}]\n'), all('storage.directories[0].mode: illegal file mode'));
+  });
+
+  it('every bad mode is reported: above 07777, negative, and special bits the spec lacks', () => {
+    assert.equal(
+      message('{"ignition": {"version": "3.3.0"}, "storage": {"files": [{"path": "/etc/a", "mode": -1}], "directories": [{"path": "/etc/d", "mode": 4096}, {"path": "/etc/e", "mode": 99999}]}}'),
+      all('storage.files[0].mode: illegal file mode', 'storage.directories[0].mode: illegal file mode', 'storage.directories[1].mode: illegal file mode'),
+    );
+    assert.equal(
+      message('{"ignition": {"version": "3.3.0"}, "storage": {"files": [{"path": "/etc/a", "mode": 2541}], "directories": [{"path": "/etc/d", "mode": -1}]}}'),
+      all('storage.files[0].mode: storage.files[].mode with setuid/setgid/sticky bits needs Ignition spec 3.6.0, but the config is Ignition spec 3.3.0', 'storage.directories[0].mode: illegal file mode'),
+    );
   });
 });
