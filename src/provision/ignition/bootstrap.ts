@@ -29,14 +29,16 @@ export const BOOTCMD_SCRIPT = `${KUBEADM_DIR}/bootcmd.sh`;
 export const BOOTSTRAP_UNIT = 'kubeadm-bootstrap.service';
 /** The oneshot unit that runs {@link BOOTCMD_SCRIPT} on every boot. */
 export const BOOTCMD_UNIT = 'kubeadm-bootcmd.service';
-/** `StateDirectory=` of the bootstrap unit, i.e. `/var/lib/bootwright`. */
+/** `StateDirectory=` of the bootstrap unit, i.e. {@link BOOTSTRAP_STATE_DIR}. */
 const STATE_DIRECTORY = 'bootwright';
+/** The directory systemd makes for the bootstrap unit's `StateDirectory=`, holding {@link BOOTSTRAP_STAMP}. */
+export const BOOTSTRAP_STATE_DIR = `/var/lib/${STATE_DIRECTORY}`;
 /**
  * Written when {@link BOOTSTRAP_SCRIPT} has finished, whatever its outcome; while it
  * exists the bootstrap unit is skipped (`ConditionPathExists=!`), so kubeadm runs once
  * per machine, as cloud-init's per-instance runcmd does.
  */
-export const BOOTSTRAP_STAMP = `/var/lib/${STATE_DIRECTORY}/kubeadm-bootstrap.done`;
+export const BOOTSTRAP_STAMP = `${BOOTSTRAP_STATE_DIR}/kubeadm-bootstrap.done`;
 
 const SCRIPT_MODE = 0o700;
 const KUBEADM_CONFIG_MODE = 0o600;

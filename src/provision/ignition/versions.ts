@@ -92,7 +92,9 @@ function perResource(paths: readonly string[], field: string, since: IgnitionSpe
 
 const startsWith = (prefix: string) => (v: unknown) => typeof v === 'string' && v.startsWith(prefix);
 const SPECIAL_MODE_BITS = 0o7000;
-const hasSpecialBits = (v: unknown) => typeof v === 'number' && (v & SPECIAL_MODE_BITS) !== 0;
+const MAX_MODE = 0o7777;
+/** A legal mode (0..07777) with setuid/setgid/sticky bits; an illegal mode is no feature of any spec (`./rules.ts` refuses it). */
+const hasSpecialBits = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= MAX_MODE && ((v as number) & SPECIAL_MODE_BITS) !== 0;
 
 /**
  * Every feature newer than 3.0.0, in spec order. Fields are the schema's; behaviour

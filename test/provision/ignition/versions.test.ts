@@ -179,3 +179,10 @@ function propsOf(schema: Record<string, unknown>, node: Record<string, unknown>)
   const inherited = ((n.allOf ?? []) as Record<string, unknown>[]).map((a) => propsOf(schema, a));
   return Object.assign({}, ...inherited, own) as Record<string, unknown>;
 }
+
+describe('lowestSpecFor: illegal modes', () => {
+  it('a mode outside 0..07777 is no setuid/setgid/sticky feature (rules.ts calls it illegal at any spec)', () => {
+    assert.equal(lowestSpecFor({ storage: { files: [{ path: '/a', mode: -1 }], directories: [{ path: '/d', mode: 0o17777 }] } }).version, '3.0.0');
+    assert.equal(lowestSpecFor({ storage: { directories: [{ path: '/d', mode: 0o1777 }] } }).version, '3.6.0');
+  });
+});

@@ -10,6 +10,7 @@ import type { PlanIgnitionAdditional } from '../../plan/types.js';
 import { PathRegistry, UNIT_DIR } from '../registry.js';
 import { checkIgnitionRules } from '../rules.js';
 import type { IgnitionSpecVersion } from '../versions.js';
+import { BOOTSTRAP_STATE_DIR, BOOTSTRAP_UNIT } from '../bootstrap.js';
 import { readButaneConfig } from './butane.js';
 import { readClcConfig } from './clc.js';
 import { detectAdditionalConfig, ParseProblem } from './detect.js';
@@ -36,8 +37,18 @@ export interface MergedConfig {
   warnings: string[];
 }
 
-/** Directory trees bootwright owns (the request's generated-path prefixes without the trailing `/`). */
-const PROTECTED_TREES = GENERATED_PATH_PREFIXES.map((p) => p.replace(/\/$/, ''));
+/**
+ * Directory trees bootwright owns: the request's generated-path prefixes without the
+ * trailing `/`, and the bootstrap unit's state directory (its `StateDirectory=`, holding
+ * the stamp whose presence skips kubeadm).
+ */
+const PROTECTED_TREES = [...GENERATED_PATH_PREFIXES.map((p) => p.replace(/\/$/, '')), BOOTSTRAP_STATE_DIR];
+
+/**
+ * The unit Cluster API's kubeadm bootstrap provider runs kubeadm from (`/etc/kubeadm.sh`);
+ * Cluster API provider templates add drop-ins to it, which would land on no unit here.
+ */
+const CAPI_KUBEADM_UNIT = 'kubeadm.service';
 
 /**
  * Read the additional config by kind (see `./detect.ts`). `strict` defaults: Butane and
@@ -59,6 +70,8 @@ export function readAdditionalConfig(text: string, strict: boolean | undefined):
 }
 
 const under = (p: string, tree: string) => p === tree || p.startsWith(`${tree}/`);
+/** Whether `p` is a proper ancestor directory of `other`. */
+const ancestorOf = (p: string, other: string) => p !== other && other.startsWith(p.endsWith('/') ? p : `${p}/`);
 
 /** Problems for child entries that would replace or disable bootwright's own. */
 function protectedProblems(child: Obj, prot: ProtectedEntries): { at: string; message: string }[] {
@@ -74,12 +87,22 @@ function protectedProblems(child: Obj, prot: ProtectedEntries): { at: string; me
       const tree = PROTECTED_TREES.find((t) => under(p, t));
       if (tree !== undefined || prot.paths.includes(p) || unitPaths.some((u) => under(p, u))) {
         out.push({ at: `storage.${kind}[${i}].path`, message: `may not replace or write under a path bootwright generates for the bootstrap (${tree ?? p}): the node would not join` });
+        continue;
+      }
+      // A file or link where bootwright needs a directory (e.g. /etc, /var/lib).
+      const below = kind === 'directories' ? undefined : [...PROTECTED_TREES, ...prot.paths, ...unitPaths].find((q) => ancestorOf(p, q));
+      if (below !== undefined) {
+        out.push({ at: `storage.${kind}[${i}].path`, message: `may not be a ${kind === 'files' ? 'file' : 'link'}: bootwright needs it to be a directory for what it generates for the bootstrap (${below}): the node would not join` });
       }
     }
   }
   const units = isObject(child.systemd) && Array.isArray(child.systemd.units) ? child.systemd.units : [];
   for (const [i, unit] of units.entries()) {
-    if (!isObject(unit) || typeof unit.name !== 'string' || !prot.units.includes(unit.name)) continue;
+    if (!isObject(unit) || typeof unit.name !== 'string') continue;
+    if (unit.name === CAPI_KUBEADM_UNIT && unit.contents === undefined && Array.isArray(unit.dropins) && unit.dropins.length > 0) {
+      out.push({ at: `systemd.units[${i}]`, message: `${CAPI_KUBEADM_UNIT} is Cluster API's unit name; bootwright runs kubeadm from ${BOOTSTRAP_UNIT}: add the drop-in there` });
+    }
+    if (!prot.units.includes(unit.name)) continue;
     for (const field of ['contents', 'enabled', 'mask']) {
       if (unit[field] !== undefined) out.push({ at: `systemd.units[${i}].${field}`, message: `may not change ${unit.name}, which bootwright generates to run kubeadm (dropins may be added)` });
     }
@@ -135,11 +158,13 @@ function ownerProblems(config: Obj): FieldProblem[] {
  * additional config, e.g. `storage.files[0].contnts: unknown key`): text that does not
  * parse (line and column, never the text); unknown keys when strict; missing required
  * fields (a file's `path`, a unit's `name`, a link's `target`...) and values Ignition
- * refuses (`compression`, `verification.hash`, filesystem `format`); unsupported kinds,
- * versions and sugar; fields newer than the config's own spec; entries that would take
- * over what bootwright generates for kubeadm (paths under /etc/kubeadm,
- * /etc/kubernetes/pki, /run/kubeadm, /run/cluster-api and the given `prot` paths; the
- * contents, `enabled` or `mask` of the kubeadm units; `ignition.config.replace`); a
+ * refuses (`compression`, `verification.hash`, filesystem `format`, a `mode` outside
+ * 0..07777); unsupported kinds, versions and sugar; fields newer than the config's own
+ * spec; entries that would take over what bootwright generates for kubeadm (paths under
+ * /etc/kubeadm, /etc/kubernetes/pki, /run/kubeadm, /run/cluster-api, /var/lib/bootwright
+ * and the given `prot` paths, and a file or link at an ancestor of any of them; the
+ * contents, `enabled` or `mask` of the kubeadm units; `ignition.config.replace`); drop-ins
+ * for Cluster API's `kubeadm.service`, which does not exist here; a
  * merged config breaking Ignition's rules (duplicate paths, a file where a directory
  * must be, unit and drop-in names, data URLs, an owner with both id and name...).
  *
@@ -162,7 +187,8 @@ export function mergeAdditionalConfig(generated: Obj, additional: PlanIgnitionAd
     throw e;
   }
   const child = withoutVersion(read.config);
-  const problems = [...fail(read.problems), ...fail(read.problems.length ? [] : [...missingRequired(child), ...invalidValues(child)]), ...fail(protectedProblems(child, prot))];
+  // Missing fields only when the reading went well (a field of the wrong type is dropped, then missing too).
+  const problems = [...fail(read.problems), ...fail(read.problems.length ? [] : missingRequired(child)), ...fail(invalidValues(child)), ...fail(protectedProblems(child, prot))];
   if (problems.length) throw new RequestError(problems);
   const config = mergeIgnitionConfigs(generated, child);
   const after = [...checkIgnitionRules(config), ...nestingProblems(config), ...ownerProblems(config)];

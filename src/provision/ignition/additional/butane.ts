@@ -9,7 +9,7 @@
 import { compareSpecs, type IgnitionSpecVersion } from '../versions.js';
 import { dataUrlResource } from '../dataurl.js';
 import { checkDeclaredVersion, type ReadConfig } from './ignition.js';
-import { type ConfigProblem, IGNITION_SHAPE, isObject, readShape, snakeCase } from './shape.js';
+import { type ConfigProblem, IGNITION_SHAPE, isObject, type Leaf, readShape, snakeCase } from './shape.js';
 
 /**
  * Butane spec → the Ignition spec it produces (coreos/butane `docs/specs.md` "Butane
@@ -34,6 +34,30 @@ const UNTRANSLATED: Readonly<Record<string, string>> = {
   'storage.filesystems[].with_mount_unit': SUGAR,
 };
 
+/** Strings go-yaml v3 decodes into a Go `bool` (YAML 1.1 booleans, kept for typed bools). */
+const GO_YAML_BOOLEANS: ReadonlyMap<string, boolean> = new Map([
+  ...['y', 'Y', 'yes', 'Yes', 'YES', 'on', 'On', 'ON'].map((s) => [s, true] as const),
+  ...['n', 'N', 'no', 'No', 'NO', 'off', 'Off', 'OFF'].map((s) => [s, false] as const),
+]);
+/** A YAML 1.2 octal integer, which go-yaml v3 resolves (`0o644`, `-0o1`). */
+const YAML12_OCTAL = /^(-?)0o([0-7]+)$/;
+
+/**
+ * A scalar as Butane's reader (go-yaml v3) decodes it into a field of type `leaf`: for a
+ * boolean field `yes`/`no`/`on`/`off`/`y`/`n` (and their capitalised forms) are booleans;
+ * for an integer field `0o644` is octal (420). Other values, and strings for string
+ * fields, are returned as they are (a string field keeps `yes`).
+ */
+export function butaneScalar(value: unknown, leaf: Leaf): unknown {
+  if (typeof value !== 'string') return value;
+  if (leaf === 'boolean') return GO_YAML_BOOLEANS.get(value) ?? value;
+  if (leaf === 'integer') {
+    const m = YAML12_OCTAL.exec(value);
+    if (m) return (m[1] ? -1 : 1) * Number.parseInt(m[2]!, 8);
+  }
+  return value;
+}
+
 /**
  * Translate a Butane config to an Ignition config of the spec its variant and version
  * target.
@@ -48,24 +72,26 @@ const UNTRANSLATED: Readonly<Record<string, string>> = {
  *   `inline` with `source` or with `compression` is refused (Butane refuses both).
  * - Unknown keys: problems naming the key path (`storage.files[0].contnts: unknown key`)
  *   when `strict` (the default for Butane), warnings (key dropped) with `strict: false`.
+ * - Scalars as go-yaml v3 reads them into typed fields (see {@link butaneScalar}).
+ * - Keys are data: `__proto__`, `constructor`... are unknown keys like any other.
  * - A field the target spec does not have (e.g. `luks` in fcos 1.1.0) is a problem.
  */
 export function readButaneConfig(document: Record<string, unknown>, strict: boolean): ReadConfig {
   const problems: ConfigProblem[] = [];
   const warnings: string[] = [];
   const { variant, version, ...rest } = document;
-  const targets = typeof variant === 'string' ? BUTANE_TARGETS[variant] : undefined;
+  const targets = typeof variant === 'string' && Object.hasOwn(BUTANE_TARGETS, variant) ? BUTANE_TARGETS[variant] : undefined;
   if (!targets) {
     problems.push({ at: 'variant', message: `must be ${Object.keys(BUTANE_TARGETS).join(' or ')} (Butane variants bootwright translates)` });
     return { config: {}, version: '3.0.0', problems, warnings };
   }
-  const target = typeof version === 'string' ? targets[version] : undefined;
+  const target = typeof version === 'string' && Object.hasOwn(targets, version) ? targets[version] : undefined;
   if (!target) {
     problems.push({ at: 'version', message: `must be one of ${Object.keys(targets).join(', ')} for variant ${String(variant)}` });
     return { config: {}, version: '3.0.0', problems, warnings };
   }
   // Butane's `ignition` has no `version`: the Butane version decides the spec.
-  if (isObject(rest.ignition) && 'version' in rest.ignition) {
+  if (isObject(rest.ignition) && Object.hasOwn(rest.ignition, 'version')) {
     if (strict) problems.push({ at: 'ignition.version', message: 'unknown key' });
     else warnings.push('ignition.version: unknown key, ignored');
   }
@@ -75,13 +101,14 @@ export function readButaneConfig(document: Record<string, unknown>, strict: bool
     strict,
     problems,
     warnings,
-    untranslated: (pattern) => UNTRANSLATED[pattern],
+    untranslated: (pattern) => (Object.hasOwn(UNTRANSLATED, pattern) ? UNTRANSLATED[pattern] : undefined),
+    scalar: butaneScalar,
     resource: (value, at) => {
-      if ('local' in value) {
+      if (Object.hasOwn(value, 'local')) {
         problems.push({ at: `${at}.local`, message: NO_FILES_DIR });
         return undefined;
       }
-      if (!('inline' in value) || value.inline === null) return value;
+      if (!Object.hasOwn(value, 'inline') || value.inline === null) return value;
       const { inline, ...others } = value;
       if (typeof inline !== 'string') {
         problems.push({ at: `${at}.inline`, message: 'must be a string' });

@@ -46,7 +46,7 @@ function verification(v: unknown, at: string, ctx: Ctx): unknown {
 /** A CLC `{source, verification}` (config append/replace, CA) → an Ignition resource. */
 function sourced(v: unknown, at: string, ctx: Ctx): unknown {
   if (!isObject(v)) return v;
-  return { ...v, ...('verification' in v ? { verification: verification(v.verification, `${at}.verification`, ctx) } : {}) };
+  return { ...v, ...(Object.hasOwn(v, 'verification') ? { verification: verification(v.verification, `${at}.verification`, ctx) } : {}) };
 }
 
 /** CLC file `contents` `{inline | remote {url, compression, verification} | local}` → a resource. */
@@ -128,11 +128,14 @@ function filesystem(v: unknown, at: string, ctx: Ctx): unknown {
 const list = (v: unknown, at: string, f: (item: unknown, at: string) => unknown): unknown =>
   Array.isArray(v) ? v.map((item, i) => f(item, `${at}[${i}]`)) : v;
 
+/**
+ * `obj` with the values of the keys `map` has translated. Keys are user data: only `map`'s
+ * own keys translate, and the result is built with own properties only (`__proto__`,
+ * `constructor`... stay ordinary keys, for the shape reader to report as unknown).
+ */
 function mapKeys(obj: unknown, map: Record<string, (v: unknown, at: string) => unknown>, at: string): unknown {
   if (!isObject(obj)) return obj;
-  const out: Obj = {};
-  for (const [k, v] of Object.entries(obj)) out[k] = map[k] ? map[k](v, at ? `${at}.${k}` : k) : v;
-  return out;
+  return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, Object.hasOwn(map, k) ? map[k]!(v, at ? `${at}.${k}` : k) : v]));
 }
 
 /**
@@ -141,17 +144,18 @@ function mapKeys(obj: unknown, map: Record<string, (v: unknown, at: string) => u
  *
  * Unknown keys are warnings (dropped) unless `strict` (Cluster API's `strict`, ct's
  * `-strict`: fail on warnings), then problems naming the key path. Values of the wrong
- * type and untranslatable sections are always problems.
+ * type and untranslatable sections are always problems. Keys are data: `__proto__`,
+ * `constructor`... are unknown keys like any other.
  */
 export function readClcConfig(document: Record<string, unknown>, strict: boolean): ReadConfig {
   const problems: ConfigProblem[] = [];
   const warnings: string[] = [];
   const ctx: Ctx = { problems };
   for (const section of SERVICE_SECTIONS) {
-    if (section in document) problems.push({ at: section, message: 'is Container Linux Config sugar for a Container Linux service with no Ignition 3 translation: write the unit or drop-in it stands for under systemd.units' });
+    if (Object.hasOwn(document, section)) problems.push({ at: section, message: 'is Container Linux Config sugar for a Container Linux service with no Ignition 3 translation: write the unit or drop-in it stands for under systemd.units' });
   }
   // A CLC's `ignition` has no `version` (ct writes the spec it targets).
-  if (isObject(document.ignition) && 'version' in document.ignition) {
+  if (isObject(document.ignition) && Object.hasOwn(document.ignition, 'version')) {
     if (strict) problems.push({ at: 'ignition.version', message: 'unknown key' });
     else warnings.push('ignition.version: unknown key, ignored');
   }
@@ -166,7 +170,7 @@ export function readClcConfig(document: Record<string, unknown>, strict: boolean
             config: (c, cat) => {
               if (!isObject(c)) return c;
               const { append, ...others } = c;
-              if ('replace' in others) problems.push({ at: `${cat}.replace`, message: 'would discard the generated config (and with it kubeadm): merge instead with append' });
+              if (Object.hasOwn(others, 'replace')) problems.push({ at: `${cat}.replace`, message: 'would discard the generated config (and with it kubeadm): merge instead with append' });
               const { replace: _r, ...kept } = others;
               return { ...kept, ...(append !== undefined ? { merge: list(append, `${cat}.append`, (r, a) => sourced(r, a, ctx)) } : {}) };
             },
@@ -193,7 +197,7 @@ export function readClcConfig(document: Record<string, unknown>, strict: boolean
           {
             units: (l, lat) =>
               list(l, lat, (u) => {
-                if (!isObject(u) || !('enable' in u)) return u;
+                if (!isObject(u) || !Object.hasOwn(u, 'enable')) return u;
                 const { enable, ...others } = u;
                 return { enabled: others.enabled ?? enable, ...others };
               }),
@@ -206,7 +210,7 @@ export function readClcConfig(document: Record<string, unknown>, strict: boolean
           {
             users: (l, lat) =>
               list(l, lat, (u, a) => {
-                if (isObject(u) && 'create' in u) problems.push({ at: `${a}.create`, message: 'is deprecated in CLC and has no Ignition 3 translation: use the user fields themselves' });
+                if (isObject(u) && Object.hasOwn(u, 'create')) problems.push({ at: `${a}.create`, message: 'is deprecated in CLC and has no Ignition 3 translation: use the user fields themselves' });
                 return isObject(u) ? Object.fromEntries(Object.entries(u).filter(([k]) => k !== 'create')) : u;
               }),
           },

@@ -14,7 +14,8 @@ import { type ConfigProblem, isObject } from './shape.js';
 /**
  * Butane's reader (go-yaml v3): YAML 1.2 core, but a leading-zero integer such as
  * `0644` is octal as in YAML 1.1 (go-yaml v3 keeps that for modes; Butane's docs write
- * `mode: 0644`). `0o644` is not read as a number here: write `0644` or `420`.
+ * `mode: 0644`). `0o644` and `yes`/`no` stay strings here: go-yaml v3 reads them as an
+ * integer or a boolean only into a field of that type, which `./butane.ts` does.
  */
 const BUTANE_SCHEMA = CORE_SCHEMA.withTags(intYaml11Tag);
 
@@ -77,11 +78,11 @@ export function detectAdditionalConfig(text: string): DetectedConfig {
   if (text.trim() === '') throw new ParseProblem({ at: '', message: 'is empty' });
   if (text.trimStart().startsWith('{')) {
     const doc = parseJson(text);
-    if (isObject(doc) && isObject(doc.ignition) && 'version' in doc.ignition) return { kind: 'ignition', document: doc };
+    if (isObject(doc) && isObject(doc.ignition) && Object.hasOwn(doc.ignition, 'version')) return { kind: 'ignition', document: doc };
   }
   const butane = loadYaml(text, BUTANE_SCHEMA);
   if (!isObject(butane)) throw new ParseProblem({ at: '', message: 'must be a mapping (an Ignition JSON config, a Butane config or a Container Linux Config)' });
-  if ('variant' in butane) return { kind: 'butane', document: butane };
-  if (isObject(butane.ignition) && 'version' in butane.ignition) return { kind: 'ignition', document: butane };
+  if (Object.hasOwn(butane, 'variant')) return { kind: 'butane', document: butane };
+  if (isObject(butane.ignition) && Object.hasOwn(butane.ignition, 'version')) return { kind: 'ignition', document: butane };
   return { kind: 'clc', document: loadYaml(text, YAML11_SCHEMA) as Record<string, unknown> };
 }

@@ -96,7 +96,6 @@ function mergeKeyed(field: string, parent: unknown[], child: unknown[]): unknown
  * neither input is modified.
  */
 export function mergeObjects(parent: Obj, child: Obj): Obj {
-  const out: Obj = {};
   let p = parent;
   // Storage: a path the child holds in another of files/directories/links drops the parent's entry.
   if (NODE_LISTS.some((l) => Array.isArray(child[l])) && NODE_LISTS.some((l) => Array.isArray(parent[l]))) {
@@ -107,9 +106,10 @@ export function mergeObjects(parent: Obj, child: Obj): Obj {
       p[list] = (parent[list] as unknown[]).filter((i) => !elsewhere.has(keyOf(list, i)));
     }
   }
-  for (const key of Object.keys(p)) out[key] = mergeValue(key, p[key], child[key]);
-  for (const key of Object.keys(child)) if (!(key in p) && child[key] !== null && child[key] !== undefined) out[key] = child[key];
-  return out;
+  // Own keys only, and the result built from entries: a key is never a prototype lookup.
+  const entries: [string, unknown][] = Object.keys(p).map((key) => [key, mergeValue(key, p[key], Object.hasOwn(child, key) ? child[key] : undefined)]);
+  for (const key of Object.keys(child)) if (!Object.hasOwn(p, key) && child[key] !== null && child[key] !== undefined) entries.push([key, child[key]]);
+  return Object.fromEntries(entries);
 }
 
 /**

@@ -145,6 +145,12 @@ export interface ReadOptions {
    * after recording a problem.
    */
   resource?: (value: Record<string, unknown>, at: string) => Record<string, unknown> | undefined;
+  /**
+   * Reads a scalar for a leaf of type `leaf` the way the input format's parser would
+   * (e.g. Butane's go-yaml v3: `yes` for a boolean, `0o644` for an integer); returns the
+   * value to check, `value` itself when it has no other reading.
+   */
+  scalar?: (value: unknown, leaf: Leaf) => unknown;
 }
 
 /** Whether `v` is a plain object (not null, not a list). */
@@ -173,6 +179,7 @@ export function snakeCase(field: string): string {
 export function readShape(value: unknown, shape: Shape, at: string, pattern: string, options: ReadOptions): unknown {
   if (value === null || value === undefined) return undefined;
   if (typeof shape === 'string') {
+    if (options.scalar) value = options.scalar(value, shape);
     const ok = shape === 'string' ? typeof value === 'string' : shape === 'boolean' ? typeof value === 'boolean' : Number.isSafeInteger(value);
     if (!ok) {
       options.problems.push({ at, message: `must be ${shape === 'integer' ? 'an integer' : `a ${shape}`}` });
@@ -203,6 +210,7 @@ export function readShape(value: unknown, shape: Shape, at: string, pattern: str
     if (!input) return undefined;
   }
   const obj = shape as ShapeObject;
+  // Input keys are user data (`__proto__`, `constructor`...): only own keys, through a Map.
   const byInputName = new Map(Object.keys(obj).map((f) => [options.keyName(f), f]));
   for (const key of Object.keys(input)) {
     if (byInputName.has(key)) continue;
@@ -214,7 +222,7 @@ export function readShape(value: unknown, shape: Shape, at: string, pattern: str
   const out: Record<string, unknown> = {};
   for (const [field, sub] of Object.entries(obj)) {
     const key = options.keyName(field);
-    if (!(key in input)) continue;
+    if (!Object.hasOwn(input, key)) continue;
     const r = readShape(input[key], sub, join(at, key), join(pattern, key), options);
     if (r !== undefined) out[field] = r;
   }
@@ -280,13 +288,16 @@ const RESOURCE_PATTERNS = [
 ];
 /** Filesystem formats Ignition 3.x creates (`none` from 3.3.0, checked by the feature table). */
 const FORMATS = ['ext4', 'btrfs', 'xfs', 'vfat', 'swap', 'none'];
+/** The highest legal file mode (Ignition `validateMode`: permission and setuid/setgid/sticky bits). */
+const MAX_MODE = 0o7777;
 const HASH = /^(sha512-[0-9a-f]{128}|sha256-[0-9a-f]{64})$/;
 
 /**
  * Values Ignition's validation refuses that the schema lets through (coreos/ignition
  * `config/v3_*\/types`: resource `compression` is `gzip` or empty, `verification.hash` is
- * `sha512-<128 hex>` or `sha256-<64 hex>`, a filesystem `format` is one Ignition knows).
- * Paths use Ignition's names; values are not quoted.
+ * `sha512-<128 hex>` or `sha256-<64 hex>`, a filesystem `format` is one Ignition knows,
+ * a file or directory `mode` is 0..07777 at any spec: "illegal file mode"). Every such
+ * value is reported. Paths use Ignition's names; values are not quoted.
  */
 export function invalidValues(config: Record<string, unknown>): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
@@ -299,6 +310,11 @@ export function invalidValues(config: Record<string, unknown>): ConfigProblem[] 
   }
   for (const [fs, at] of objectsAt(config, ['storage', 'filesystems', '[]'], '')) {
     if (typeof fs.format === 'string' && fs.format !== '' && !FORMATS.includes(fs.format)) problems.push({ at: `${at}.format`, message: `must be one of ${FORMATS.join(', ')}` });
+  }
+  for (const kind of ['files', 'directories']) {
+    for (const [node, at] of objectsAt(config, ['storage', kind, '[]'], '')) {
+      if (typeof node.mode === 'number' && !(Number.isSafeInteger(node.mode) && node.mode >= 0 && node.mode <= MAX_MODE)) problems.push({ at: `${at}.mode`, message: 'illegal file mode' });
+    }
   }
   return problems;
 }

@@ -13,6 +13,7 @@ import { worker } from '../../../support/requests.js';
 import { fullPlan, HARD_TEXTS, makePlan, planFile } from '../plan.js';
 import { assertValid, haveIgnitionApply, withAppliedRoot } from '../tools.js';
 import { requestError } from '../../../support/errors.js';
+import { BOOTSTRAP_STAMP, BOOTSTRAP_STATE_DIR, BOOTSTRAP_UNIT } from '../../../../src/provision/ignition/bootstrap.js';
 
 const ORIGIN = 'spec.provisioning.ignition.containerLinuxConfig.additionalConfig';
 
@@ -253,6 +254,42 @@ describe('additional config errors', () => {
     assert.match(message('{"ignition": {"version": "3.0.0"}, "storage": {"files": [{"path": "/etc/kubeadm", "contents": {"source": "data:,x"}}]}}'), /may not replace/);
   });
 
+  it("may not write the bootstrap unit's state directory (/var/lib/bootwright) or anything under it", () => {
+    const prot = `may not replace or write under a path bootwright generates for the bootstrap (${BOOTSTRAP_STATE_DIR}): the node would not join`;
+    assert.equal(message(`storage:\n  files:\n    - path: ${BOOTSTRAP_STAMP}\n      contents: {inline: "success"}\n`), `${ORIGIN}: storage.files[0].path: ${prot}`);
+    assert.equal(message(`{"ignition": {"version": "3.0.0"}, "storage": {"directories": [{"path": "${BOOTSTRAP_STATE_DIR}"}]}}`), `${ORIGIN}: storage.directories[0].path: ${prot}`);
+    assert.equal(message(`variant: fcos\nversion: 1.4.0\nstorage:\n  links:\n    - path: ${BOOTSTRAP_STATE_DIR}/x\n      target: /tmp\n`), `${ORIGIN}: storage.links[0].path: ${prot}`);
+  });
+
+  it('may not make a file or link of a directory holding what bootwright generates; directories there are fine', () => {
+    assert.equal(
+      message('{"ignition": {"version": "3.0.0"}, "storage": {"files": [{"path": "/var/lib", "contents": {"source": "data:,x"}}], "links": [{"path": "/etc", "target": "/tmp"}]}}'),
+      [
+        `${ORIGIN}: storage.files[0].path: may not be a file: bootwright needs it to be a directory for what it generates for the bootstrap (${BOOTSTRAP_STATE_DIR}): the node would not join`,
+        `${ORIGIN}: storage.links[0].path: may not be a link: bootwright needs it to be a directory for what it generates for the bootstrap (/etc/kubernetes/pki): the node would not join`,
+      ].join('; '),
+    );
+    assert.equal(message('storage:\n  files:\n    - path: /run/cluster-api\n'), `${ORIGIN}: storage.files[0].path: may not replace or write under a path bootwright generates for the bootstrap (/run/cluster-api): the node would not join`);
+    assert.match(message('storage:\n  files:\n    - path: /etc/systemd/system\n'), /storage\.files\[0\]\.path: may not be a file: bootwright needs it to be a directory for what it generates for the bootstrap \(\/etc\/systemd\/system\/kubeadm-bootstrap\.service\)/);
+    const out = renderIgnition(withConfig('{"ignition": {"version": "3.0.0"}, "storage": {"directories": [{"path": "/var/lib", "mode": 493}, {"path": "/var/lib/app"}]}}'));
+    assert.deepEqual(
+      (out.config as { storage: { directories: { path: string }[] } }).storage.directories.map((d) => d.path),
+      ['/var/lib', '/var/lib/app'],
+    );
+  });
+
+  it("a drop-in for Cluster API's kubeadm.service is refused, pointing at kubeadm-bootstrap.service", () => {
+    const capi = `kubeadm.service is Cluster API's unit name; bootwright runs kubeadm from ${BOOTSTRAP_UNIT}: add the drop-in there`;
+    // CAPA/CAPO Flatcar templates: Butane, and the CLC CABPK transpiles.
+    const dropin = '"[Unit]\\nRequires=coreos-metadata.service\\nAfter=coreos-metadata.service\\n[Service]\\nEnvironmentFile=/run/metadata/flatcar\\n"';
+    assert.equal(message(`variant: flatcar\nversion: 1.0.0\nsystemd:\n  units:\n    - name: kubeadm.service\n      enabled: true\n      dropins:\n        - name: 10-flatcar.conf\n          contents: ${dropin}\n`), `${ORIGIN}: systemd.units[0]: ${capi}`);
+    assert.equal(message(`systemd:\n  units:\n    - name: app.service\n      enable: true\n    - name: kubeadm.service\n      dropins:\n        - name: 10-flatcar.conf\n          contents: ${dropin}\n`), `${ORIGIN}: systemd.units[1]: ${capi}`);
+    assert.equal(message(`{"ignition": {"version": "3.0.0"}, "systemd": {"units": [{"name": "kubeadm.service", "dropins": [{"name": "10-x.conf", "contents": "[Service]\\n"}]}]}}`), `${ORIGIN}: systemd.units[0]: ${capi}`);
+    // A unit of that name the config defines itself is its own business; drop-ins on kubeadm-bootstrap.service are allowed.
+    const own = renderIgnition(withConfig(`systemd:\n  units:\n    - name: kubeadm.service\n      contents: ${JSON.stringify(UNIT)}\n      dropins: [{name: 10-x.conf, contents: "[Service]\\n"}]\n    - name: ${BOOTSTRAP_UNIT}\n      dropins: [{name: 10-x.conf, contents: "[Service]\\n"}]\n`));
+    assert.deepEqual(cfg(own).systemd.units.map((u) => [u.name, u.dropins?.map((d) => d.name)]), [[BOOTSTRAP_UNIT, ['10-x.conf']], ['kubeadm.service', ['10-x.conf']]]);
+  });
+
   it('the merged config is checked with Ignition rules', async () => {
     const e = message('{"ignition": {"version": "3.0.0"}, "systemd": {"units": [{"name": "app"}]}}');
     assert.match(e, /merged into the generated config, systemd\.units\[1\]\.name: invalid systemd unit extension/);
@@ -308,5 +345,39 @@ describe('cloud-config ignores the additional config', () => {
 
   it('the request schema takes Cluster API field names and refuses unknown ones', () => {
     assert.throws(() => validateNodeBootstrap(worker({ provisioning: { ignition: { containerLinuxConfig: { additionalConfig: 'a: b', strcit: true } } } })), /spec\.provisioning\.ignition\.containerLinuxConfig\.strcit: unknown field/);
+  });
+});
+
+describe('Butane scalars as Butane reads them, through to the output', () => {
+  it('mode: 0o644 and overwrite: yes', async () => {
+    const out = renderIgnition(withConfig('variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/app.conf\n      mode: 0o644\n      overwrite: yes\n      contents: {inline: "a=1\\n"}\n'));
+    const file = (out.config as { storage: { files: { path: string; mode?: number; overwrite?: boolean }[] } }).storage.files.find((f) => f.path === '/etc/app.conf');
+    assert.ok(file);
+    assert.equal(file.mode, 420);
+    assert.equal(file.overwrite, true);
+    await assertValid(out);
+  });
+});
+
+describe('illegal modes in an additional config', () => {
+  const message = (text: string) => requestError(() => renderIgnition(withConfig(text))).message;
+  const all = (...messages: string[]) => messages.map((m) => `${ORIGIN}: ${m}`).join('; ');
+
+  it('a negative mode is an illegal file mode at any spec, not a setuid/setgid/sticky feature', () => {
+    assert.equal(message('{"ignition": {"version": "3.3.0"}, "storage": {"files": [{"path": "/etc/a", "mode": -1}]}}'), all('storage.files[0].mode: illegal file mode'));
+    assert.equal(message('{"ignition": {"version": "3.6.0"}, "storage": {"files": [{"path": "/etc/a", "mode": -1}]}}'), all('storage.files[0].mode: illegal file mode'));
+    assert.equal(message('storage:\n  files:\n    - path: /etc/a\n      mode: -1\n'), all('storage.files[0].mode: illegal file mode'));
+    assert.equal(message('variant: fcos\nversion: 1.4.0\nstorage:\n  directories: [{path: /etc/d, mode: -0o1}]\n'), all('storage.directories[0].mode: illegal file mode'));
+  });
+
+  it('every bad mode is reported: above 07777, negative, and special bits the spec lacks', () => {
+    assert.equal(
+      message('{"ignition": {"version": "3.3.0"}, "storage": {"files": [{"path": "/etc/a", "mode": -1}], "directories": [{"path": "/etc/d", "mode": 4096}, {"path": "/etc/e", "mode": 99999}]}}'),
+      all('storage.files[0].mode: illegal file mode', 'storage.directories[0].mode: illegal file mode', 'storage.directories[1].mode: illegal file mode'),
+    );
+    assert.equal(
+      message('{"ignition": {"version": "3.3.0"}, "storage": {"files": [{"path": "/etc/a", "mode": 2541}], "directories": [{"path": "/etc/d", "mode": -1}]}}'),
+      all('storage.files[0].mode: storage.files[].mode with setuid/setgid/sticky bits needs Ignition spec 3.6.0, but the config is Ignition spec 3.3.0', 'storage.directories[0].mode: illegal file mode'),
+    );
   });
 });

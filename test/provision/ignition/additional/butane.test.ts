@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { load } from 'js-yaml';
-import { BUTANE_TARGETS, readButaneConfig } from '../../../../src/provision/ignition/additional/butane.js';
+import { BUTANE_TARGETS, butaneScalar, readButaneConfig } from '../../../../src/provision/ignition/additional/butane.js';
+import { detectAdditionalConfig } from '../../../../src/provision/ignition/additional/detect.js';
 import { decodeDataUrl } from '../../../support/decode.js';
 
 const doc = (text: string) => load(text) as Record<string, unknown>;
@@ -95,5 +96,53 @@ describe('readButaneConfig: ignition.version', () => {
     const d = { variant: 'fcos', version: '1.4.0', ignition: { version: '3.3.0' } };
     assert.deepEqual(readButaneConfig(d, true).problems, [{ at: 'ignition.version', message: 'unknown key' }]);
     assert.deepEqual(readButaneConfig(d, false).warnings, ['ignition.version: unknown key, ignored']);
+  });
+});
+
+describe('readButaneConfig: scalars as go-yaml v3 reads them into typed fields', () => {
+  const read = (text: string) => {
+    const detected = detectAdditionalConfig(text);
+    assert.equal(detected.kind, 'butane');
+    return readButaneConfig(detected.document, true);
+  };
+
+  it('mode: 0o644 (YAML 1.2 octal) is 420, like 0644', () => {
+    const r = read('variant: fcos\nversion: 1.4.0\nstorage:\n  files: [{path: /etc/a, mode: 0o644}, {path: /etc/b, mode: 0644}]\n  directories: [{path: /etc/d, mode: 0o750}]\n');
+    assert.deepEqual(r.problems, []);
+    assert.deepEqual(r.config, { storage: { files: [{ path: '/etc/a', mode: 420 }, { path: '/etc/b', mode: 420 }], directories: [{ path: '/etc/d', mode: 0o750 }] } });
+  });
+
+  it('yes/no/on/off/y/n and their capitalised forms are booleans for boolean fields', () => {
+    const r = read(
+      'variant: fcos\nversion: 1.4.0\nstorage:\n  files:\n    - {path: /etc/a, overwrite: yes, contents: {source: "data:,a"}}\n    - {path: /etc/b, overwrite: OFF}\n  links: [{path: /etc/l, target: /etc/a, hard: N}]\nsystemd:\n  units: [{name: a.service, enabled: On, mask: no}]\n',
+    );
+    assert.deepEqual(r.problems, []);
+    const config = r.config as { storage: { files: { overwrite: unknown }[]; links: { hard: unknown }[] }; systemd: { units: { enabled: unknown; mask: unknown }[] } };
+    assert.deepEqual(config.storage.files.map((f) => f.overwrite), [true, false]);
+    assert.equal(config.storage.links[0]!.hard, false);
+    assert.deepEqual([config.systemd.units[0]!.enabled, config.systemd.units[0]!.mask], [true, false]);
+  });
+
+  it('a string field keeps yes and 0o644 as strings; other strings are still not booleans or integers', () => {
+    const r = read('variant: fcos\nversion: 1.4.0\npasswd:\n  users: [{name: "yes", gecos: 0o644, shell: on}]\n');
+    assert.deepEqual(r.problems, []);
+    assert.deepEqual(r.config, { passwd: { users: [{ name: 'yes', gecos: '0o644', shell: 'on' }] } });
+    assert.deepEqual(read('variant: fcos\nversion: 1.4.0\nstorage:\n  files: [{path: /etc/a, overwrite: "true", mode: 0o9}]\n').problems, [
+      { at: 'storage.files[0].overwrite', message: 'must be a boolean' },
+      { at: 'storage.files[0].mode', message: 'must be an integer' },
+    ]);
+  });
+});
+
+describe('butaneScalar', () => {
+  it('reads go-yaml v3 booleans and YAML 1.2 octals only for fields of that type', () => {
+    assert.equal(butaneScalar('Yes', 'boolean'), true);
+    assert.equal(butaneScalar('n', 'boolean'), false);
+    assert.equal(butaneScalar('yes', 'string'), 'yes');
+    assert.equal(butaneScalar('0o644', 'integer'), 420);
+    assert.equal(butaneScalar('-0o1', 'integer'), -1);
+    assert.equal(butaneScalar('0o644', 'string'), '0o644');
+    assert.equal(butaneScalar('yes', 'integer'), 'yes');
+    assert.equal(butaneScalar(5, 'boolean'), 5);
   });
 });

@@ -109,3 +109,13 @@ describe('invalidValues', () => {
     ]);
   });
 });
+
+describe('invalidValues: modes', () => {
+  it('names every file and directory mode outside 0..07777 (Ignition: illegal file mode)', () => {
+    const config = { storage: { files: [{ path: '/a', mode: -1 }, { path: '/b', mode: 0o7777 }], directories: [{ path: '/d', mode: 0o10000 }, { path: '/e', mode: 0 }] } };
+    assert.deepEqual(invalidValues(config), [
+      { at: 'storage.files[0].mode', message: 'illegal file mode' },
+      { at: 'storage.directories[0].mode', message: 'illegal file mode' },
+    ]);
+  });
+});
