@@ -152,6 +152,12 @@ export function checkIgnitionRules(config: Record<string, unknown>): FieldProble
   }
   unique(filesystems, problems, 'filesystem device');
 
+  uniquePasswd(config, problems);
+  return problems;
+}
+
+/** Ignition's rule (both spec lines): `passwd.users` and `passwd.groups` names are unique. */
+export function uniquePasswd(config: Record<string, unknown>, problems: FieldProblem[]): void {
   for (const kind of ['users', 'groups']) {
     unique(
       items(config.passwd, kind, 'passwd').map(([u, at]): [string, string] => [String(u.name), `${at}.name`]),
@@ -159,5 +165,4 @@ export function checkIgnitionRules(config: Record<string, unknown>): FieldProble
       kind === 'users' ? 'user' : 'group',
     );
   }
-  return problems;
 }

@@ -7,7 +7,7 @@
  * (no `compression` on `data:` URLs).
  */
 import type { FieldProblem } from '../../../errors.js';
-import { dataUrlProblem, items, UNIT_SUFFIXES, unique } from '../rules.js';
+import { dataUrlProblem, items, UNIT_SUFFIXES, unique, uniquePasswd } from '../rules.js';
 import { LABEL_LIMITS } from '../storage.js';
 import { ROOT_FILESYSTEM } from './translate.js';
 import { LEGACY_IGNITION_SPEC } from './version.js';
@@ -153,12 +153,6 @@ export function checkIgnitionV2Rules(config: Record<string, unknown>): FieldProb
   }
   unique(units, problems, 'unit');
 
-  for (const kind of ['users', 'groups']) {
-    unique(
-      items(config.passwd, kind, 'passwd').map(([u, at]): [string, string] => [String(u.name), `${at}.name`]),
-      problems,
-      kind === 'users' ? 'user' : 'group',
-    );
-  }
+  uniquePasswd(config, problems);
   return problems;
 }
