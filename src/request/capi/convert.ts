@@ -39,7 +39,7 @@ const origins = new WeakMap<object, PathRewrite>();
 
 /** True when the value is a request in Cluster API shape (`spec.kubeadmConfigSpec` or `spec.kubeadmConfig`). */
 export function isClusterApiRequest(value: unknown): value is Doc & { spec: Doc } {
-  return isObject(value) && isObject(value.spec) && ('kubeadmConfigSpec' in value.spec || 'kubeadmConfig' in value.spec);
+  return isObject(value) && isObject(value.spec) && (Object.hasOwn(value.spec, 'kubeadmConfigSpec') || Object.hasOwn(value.spec, 'kubeadmConfig'));
 }
 
 /**
@@ -53,11 +53,9 @@ export function rewriteProblems(problems: readonly FieldProblem[], rewrite: Path
 
 /** Rename the field paths in one text (a path, a message or a warning); see {@link rewriteProblems}. */
 export function rewriteText(text: string, rewrite: PathRewrite): string {
-  for (const [from, to] of rewrite) {
-    const re = new RegExp(`${from.replaceAll('.', '\\.')}(?=$|[.\\[\\s,;:)])`, 'g');
-    if (re.test(text)) return text.replace(re, to);
-  }
-  return text;
+  // Every rule, in order (the more specific first); a renamed path never matches a later
+  // rule, since each rule needs its prefix to end at a path boundary.
+  return rewrite.reduce((out, [from, to]) => out.replace(new RegExp(`${from.replaceAll('.', '\\.')}(?=$|[.\\[\\s,;:)])`, 'g'), to), text);
 }
 
 /** Remember that `request` was rewritten from Cluster API input (for errors raised later, at render). */
@@ -344,7 +342,7 @@ export function fromClusterApi(value: Doc & { spec: Doc }): { request: Doc; rewr
   const { kubeadmConfigSpec, kubeadmConfig, ...rest } = value.spec;
   const problems: FieldProblem[] = [];
   for (const key of ['kubeadm', 'provisioning'] as const) {
-    if (key in rest) problems.push({ path: `spec.${key}`, message: `give either spec.${kubeadmConfig !== undefined ? 'kubeadmConfig' : 'kubeadmConfigSpec'} (Cluster API) or spec.kubeadm and spec.provisioning, not both` });
+    if (Object.hasOwn(rest, key)) problems.push({ path: `spec.${key}`, message: `give either spec.${kubeadmConfig !== undefined ? 'kubeadmConfig' : 'kubeadmConfigSpec'} (Cluster API) or spec.kubeadm and spec.provisioning, not both` });
   }
   if (kubeadmConfigSpec !== undefined && kubeadmConfig !== undefined) problems.push({ path: 'spec.kubeadmConfig', message: 'give either spec.kubeadmConfigSpec or spec.kubeadmConfig, not both' });
   if (problems.length > 0) throw new RequestError(problems);
