@@ -208,7 +208,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
         summary: "A machine's Ignition config (signed URL)",
         description:
           'The URL the iPXE script puts in `ignition.config.url=`. The spec version comes from Ignition\'s Accept header ' +
-          '(`application/vnd.coreos.ignition+json;version=3.4.0`; Ignition v0.x on older Flatcar sends `version=2.3.0` or `2.4.0` and gets spec 2.3.0), or `?ignitionVersion=` (pointer configs pin it so the hash matches). ' +
+          '(`application/vnd.coreos.ignition+json;version=3.4.0`; Ignition v0.x on older Flatcar sends `version=2.2.0` or `2.4.0` and gets spec 2.3.0), or `?ignitionVersion=` (pointer configs pin it so the hash matches). ' +
           "Expired, forged or another machine's signatures are refused (403), as are fetches beyond the machine's `maxFetches`. Every fetch is audited.",
         querystring: z.object({
           machine: resourceName.describe('the machine id'),

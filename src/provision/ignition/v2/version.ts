@@ -5,10 +5,13 @@
  * Ignition accepts a config only when its major version equals the spec it speaks and its
  * version is at or below that spec (coreos/ignition `docs/configuration-v2_3.md`
  * "version": "Compatibility requires the major versions to match and the spec version be
- * less than or equal to the latest version"). bootwright writes exactly one 2.x spec, so:
- * an Ignition speaking 2.3.0 or later 2.x (Ignition v0.34+ sends `version=2.4.0`) gets
- * 2.3.0; one speaking 2.0.0–2.2.x (or `2.3.0-experimental`, which sorts below 2.3.0)
- * cannot read 2.3.0 and gets nothing.
+ * less than or equal to the latest version"). bootwright writes exactly one 2.x spec.
+ * What Ignition v0.x *advertises* lags what it reads: from the release that stabilised
+ * spec 2.3.0 until coreos/ignition#942 (2020) it still sent `version=2.2.0` in `Accept`,
+ * and later releases send `version=2.4.0`. Those v0.31–v0.34 releases are the Ignition of
+ * the older Flatcar this spec is for, so a request for 2.2.x (or any later 2.x) gets
+ * 2.3.0; an Ignition old enough to read only 2.2 fails either way. 2.0 and 2.1 (the
+ * Ignition of 2017–2018) are refused.
  */
 
 /** The one 2.x spec bootwright writes. */
@@ -26,8 +29,9 @@ const REQUESTED = /^(\d+)\.(\d+)(?:\.(\d+))?(-experimental)?$/;
  * `requested` is `MAJOR.MINOR` or `MAJOR.MINOR.PATCH`, optionally with `-experimental`,
  * which Ignition orders just below the release of the same number. Examples:
  * `2.3.0`→`2.3.0`, `2.3`→`2.3.0`, `2.3.1`→`2.3.0`, `2.4.0`→`2.3.0`,
- * `2.4.0-experimental`→`2.3.0`, `2.3.0-experimental`→undefined, `2.2.0`→undefined,
- * `1`→undefined, `3.0.0`→undefined (a 3.x spec, see `highestSpecAtMost`).
+ * `2.4.0-experimental`→`2.3.0`, `2.3.0-experimental`→`2.3.0`, `2.2.0`→`2.3.0`,
+ * `2.2.0-experimental`→undefined, `2.1.0`→undefined, `1`→undefined, `3.0.0`→undefined
+ * (a 3.x spec, see `highestSpecAtMost`).
  */
 export function legacySpecAtMost(requested: string): LegacyIgnitionSpecVersion | undefined {
   const m = REQUESTED.exec(requested.trim());
@@ -35,6 +39,6 @@ export function legacySpecAtMost(requested: string): LegacyIgnitionSpecVersion |
   const minor = Number(m[2]);
   const patch = Number(m[3] ?? 0);
   const experimental = m[4] !== undefined;
-  if (minor > 3 || (minor === 3 && !(experimental && patch === 0))) return LEGACY_IGNITION_SPEC;
+  if (minor > 2 || (minor === 2 && !(experimental && patch === 0))) return LEGACY_IGNITION_SPEC;
   return undefined;
 }
