@@ -4,7 +4,9 @@
  * "From Version 2.3.0 to 3.0.0", read in reverse).
  *
  * What changes between the two:
- * - `ignition.version` is `2.3.0`; `ignition.config.merge` is called `append`.
+ * - `ignition.version` is `2.3.0`. (`ignition.config.merge`/`replace` would become
+ *   `append`/`replace`, but they name spec 3 configs, which v0.x cannot read: refused.)
+ * - A 3.x file without contents keeps an existing file; a 2.x one empties it: refused.
  * - Files, directories and links name the filesystem they go in: always `root`, which
  *   Ignition 2.x defines itself (the root filesystem it will boot, mounted at /sysroot).
  * - `storage.filesystems[]` entries hold their device and format in a `mount` object.
@@ -128,6 +130,9 @@ class Translation {
     if (isObject(node.contents)) parts.push([node.contents, `${at}.contents`]);
     if (Array.isArray(node.append)) for (const [i, r] of node.append.entries()) if (isObject(r)) parts.push([r, `${at}.append[${i}]`]);
     const appendOnly = !isObject(node.contents) && parts.length > 0;
+    // 3.x: a file without contents keeps what is there (or is created empty); 2.x writes
+    // an empty file over it, so the meaning cannot be carried.
+    if (parts.length === 0) this.refuse(`${at}.contents`, 'is missing: without contents Ignition 3 keeps an existing file, but Ignition v0.x (spec 2.x) would empty it');
 
     const resources = parts.map(([r, rat]) => this.resource(r, rat));
     let contents: Obj | undefined;
@@ -210,13 +215,15 @@ export function toIgnitionV2(config: Record<string, unknown>, problems: FieldPro
   const root = t.pick(config, '', ['ignition', 'storage', 'systemd', 'passwd']);
   const ign = isObject(root.ignition) ? root.ignition : {};
   const ignition = t.pick({ ...ign, version: undefined }, 'ignition', ['config', 'timeouts', 'security'], {
+    // The configs a 3.x config merges or replaces itself with are 3.x configs, which
+    // Ignition v0.x cannot parse (the major versions must match): refused, not renamed.
     config: (v, at) => {
       if (!isObject(v)) return undefined;
       const c = t.pick(v, at, ['merge', 'replace']);
-      const append = t.list(c.merge, `${at}.merge`, t.reference);
-      const replace = isObject(c.replace) ? t.reference(c.replace, `${at}.replace`) : undefined;
-      const out = { ...listField('append', append), ...(replace ? { replace } : {}) };
-      return Object.keys(out).length ? out : undefined;
+      for (const key of ['merge', 'replace'] as const) {
+        if (c[key] !== undefined) t.refuse(`${at}.${key}`, 'names a spec 3 config, which Ignition v0.x (spec 2.x) cannot read');
+      }
+      return undefined;
     },
     timeouts: (v, at) => (isObject(v) ? t.pick(v, at, ['httpResponseHeaders', 'httpTotal']) : undefined),
     security: (v, at) => {

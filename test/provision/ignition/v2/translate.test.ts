@@ -98,10 +98,23 @@ describe('toIgnitionV2', () => {
     assert.deepEqual(out.passwd, { users: [{ name: 'alice', passwordHash: '$6$x', sshAuthorizedKeys: ['ssh-ed25519 A'], groups: ['wheel'], shell: '/bin/bash' }], groups: [{ name: 'g', gid: 1000 }] });
   });
 
-  it('ignition.config.merge becomes append; null fields count as unset', () => {
+  it('null fields count as unset', () => {
+    const out = ok({ ignition: { version: '3.0.0', config: { replace: null }, timeouts: { httpTotal: 30 } }, storage: { files: null } });
+    assert.deepEqual(out.ignition, { version: '2.3.0', timeouts: { httpTotal: 30 } });
+  });
+
+  it('refuses ignition.config.merge and replace: they name spec 3 configs, which Ignition v0.x cannot read', () => {
     const hash = `sha512-${'a'.repeat(128)}`;
-    const out = ok({ ignition: { version: '3.0.0', config: { merge: [{ source: 'https://x/c.ign', verification: { hash } }], replace: null }, timeouts: { httpTotal: 30 } }, storage: { files: null } });
-    assert.deepEqual(out.ignition, { version: '2.3.0', config: { append: [{ source: 'https://x/c.ign', verification: { hash } }] }, timeouts: { httpTotal: 30 } });
+    const { problems } = translate({ ignition: { version: '3.0.0', config: { merge: [{ source: 'https://x/c.ign', verification: { hash } }], replace: { source: 'data:,{}' } } } });
+    assert.deepEqual(problems, [
+      { path: 'ignition.config.merge', message: 'names a spec 3 config, which Ignition v0.x (spec 2.x) cannot read' },
+      { path: 'ignition.config.replace', message: 'names a spec 3 config, which Ignition v0.x (spec 2.x) cannot read' },
+    ]);
+  });
+
+  it('refuses a file without contents (kept in 3.x, emptied by Ignition v0.x)', () => {
+    const { problems } = translate({ ignition: { version: '3.0.0' }, storage: { files: [{ path: '/etc/hostname', mode: 420 }] } });
+    assert.deepEqual(problems, [{ path: 'storage.files[0].contents', message: 'is missing: without contents Ignition 3 keeps an existing file, but Ignition v0.x (spec 2.x) would empty it' }]);
   });
 
   it('refuses, at the 3.x config path, what 2.3.0 cannot express', () => {
