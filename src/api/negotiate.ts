@@ -88,6 +88,23 @@ const MEDIA_TYPE_OF: Record<OutputFormat, (typeof OFFERED_MEDIA_TYPES)[number]> 
 };
 
 /**
+ * Among several exact Ignition ranges (`…; version=2.4.0; q=0.5, …; version=3.4.0`), the
+ * one the client prefers (RFC 9110 §12.5.1: highest q, the first on a tie) among those
+ * whose spec bootwright serves or that name none; when none is servable, the most
+ * preferred one (so the refusal names it). Undefined when no exact range has q > 0.
+ */
+function preferredIgnitionRange(ranges: readonly MediaRange[], supportsIgnition: (version: string) => boolean): Match | undefined {
+  const exact = ranges.filter((r) => specificity(r, IGNITION_MEDIA_TYPE) === 3 && r.q > 0);
+  const servable = exact.filter((r) => {
+    const v = r.params.get('version');
+    return v === undefined || supportsIgnition(v);
+  });
+  const pool = servable.length > 0 ? servable : exact;
+  const range = pool.reduce<MediaRange | undefined>((a, r) => (a === undefined || r.q > a.q ? r : a), undefined);
+  return range && { mediaType: IGNITION_MEDIA_TYPE, q: range.q, specificity: 3, range };
+}
+
+/**
  * Choose what to send.
  *
  * @param format the `?format=` query value, if any: it wins over everything for the
@@ -114,7 +131,7 @@ export function negotiate(
     // `?format=` picks the payload; an explicit application/json still asks for the envelope.
     const json = ranges.find((r) => specificity(r, ENVELOPE_MEDIA_TYPE) === 3);
     const envelope = json !== undefined && json.q > 0 && ranges.every((r) => specificity(r, ENVELOPE_MEDIA_TYPE) === 3 || r.q <= json.q);
-    const v = format === 'ignition' ? ranges.find((r) => specificity(r, IGNITION_MEDIA_TYPE) === 3)?.params.get('version') : undefined;
+    const v = format === 'ignition' ? preferredIgnitionRange(ranges, supportsIgnition)?.range.params.get('version') : undefined;
     return { format, envelope, ...(v !== undefined ? { ignitionVersion: v } : {}) };
   }
   let matches: Match[] = [];
@@ -124,6 +141,7 @@ export function negotiate(
       const s = specificity(range, mediaType);
       if (s > 0 && (!best || s > best.specificity)) best = { mediaType, q: range.q, specificity: s, range };
     }
+    if (mediaType === IGNITION_MEDIA_TYPE && best?.specificity === 3) best = preferredIgnitionRange(ranges, supportsIgnition) ?? best;
     if (best && best.q > 0) matches.push(best);
   }
   const ignition = matches.find((m) => m.mediaType === IGNITION_MEDIA_TYPE && m.specificity === 3);
