@@ -24,6 +24,6 @@ describe('negotiate: several Ignition ranges', () => {
   });
 
   it('refuses with 406 when the only explicit Ignition choices are unservable', () => {
-    assert.throws(() => pick(`${IGN}; version=2.1.0, ${IGN}; version=1; q=0.5, */*; q=0.1`), (e: unknown) => e instanceof NotAcceptableError && /Ignition spec 2\.1\.0 is not served/.test(e.message));
+    assert.throws(() => pick(`${IGN}; version=2.1.0, ${IGN}; version=1; q=0.5, */*; q=0.1`), (e: unknown) => e instanceof NotAcceptableError && e.message.includes('Ignition spec 2.1.0 is not served'));
   });
 });
