@@ -81,9 +81,11 @@ export function renderIgnitionV2(plan: ProvisioningPlan, options: { versionField
   const versionField = options.versionField ?? 'spec.output.ignitionVersion';
   const v3 = renderIgnition(plan);
   const problems: FieldProblem[] = [];
-  const blame = (at: string, message: string): void => {
+  // What no plan item explains comes from the additional config when there is one
+  // (bootwright's own entries all translate), else from asking for 2.3.0 at all.
+  const blame = (at: string, message: string, located = false): void => {
     const field = requestField(at, v3.config, plan);
-    problems.push(field ? { path: field, message } : { path: versionField, message: `${message} (at ${at} of the config)` });
+    problems.push(field ? { path: field, message } : { path: plan.ignition?.origin ?? versionField, message: located ? message : `${message} (at ${at} of the merged config)` });
   };
   if (v3.version !== '3.0.0') {
     for (const use of featuresUsed(v3.config)) {
@@ -102,7 +104,7 @@ export function renderIgnitionV2(plan: ProvisioningPlan, options: { versionField
   }
   const translated: FieldProblem[] = [];
   const config = toIgnitionV2(v3.config, translated);
-  for (const p of translated) blame(p.path, `Ignition spec ${LEGACY_IGNITION_SPEC}: ${p.path} ${p.message}`);
+  for (const p of translated) blame(p.path, `Ignition spec ${LEGACY_IGNITION_SPEC}: ${p.path} of the merged config ${p.message}`, true);
   if (problems.length) throw new RequestError(problems);
   return { version: LEGACY_IGNITION_SPEC, config, body: `${JSON.stringify(config)}\n`, ...(v3.warnings ? { warnings: v3.warnings } : {}) };
 }

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { RequestError } from '../../../../src/errors.js';
 import { renderIgnition } from '../../../../src/provision/ignition/render.js';
 import { renderIgnitionV2 } from '../../../../src/provision/ignition/v2/render.js';
 import { checkIgnitionV2Rules } from '../../../../src/provision/ignition/v2/rules.js';
@@ -8,21 +7,12 @@ import type { ProvisioningPlan } from '../../../../src/provision/plan/types.js';
 import { renderNodeBootstrap } from '../../../../src/render.js';
 import { validateNodeBootstrap } from '../../../../src/request/parse.js';
 import { ignitionFiles } from '../../../support/decode.js';
+import { requestError } from '../../../support/errors.js';
 import { example, worker } from '../../../support/requests.js';
 import { validateIgnitionSchema } from '../../../support/validators.js';
 import { HARD_TEXTS, fullPlan, makePlan, planFile, seededBytes } from '../plan.js';
 
 type Obj = Record<string, unknown>;
-
-function requestError(fn: () => unknown): RequestError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof RequestError) return e;
-    throw e;
-  }
-  assert.fail('expected a RequestError');
-}
 
 /** A 2.3.0 render: body is the config plus a newline, schema and rules find nothing. */
 function assertValidV2(out: { version: string; config: Obj; body: string }): void {
@@ -104,7 +94,7 @@ describe('renderIgnitionV2', () => {
     const e = requestError(() => renderIgnitionV2(plan, { versionField: 'Accept' }));
     assert.equal(e.problems.length, 1);
     assert.equal(e.problems[0]!.path, 'Accept');
-    assert.match(e.problems[0]!.message, /needs Ignition spec 3\.6\.0 .*\(at storage\.directories\[0\]\.mode of the config\)$/);
+    assert.match(e.problems[0]!.message, /needs Ignition spec 3\.6\.0 .*\(at storage\.directories\[0\]\.mode of the merged config\)$/);
   });
 
   it('passes on what the 3.x renderer refuses', () => {
@@ -133,4 +123,17 @@ describe('every example request and fixture renders to a valid 2.3.0 config', ()
       assert.deepEqual(nodeState(config), nodeState(JSON.parse(v3.body) as Obj));
     });
   }
+});
+
+describe('renderIgnitionV2: problems from an additional config', () => {
+  it('name the additional config, not the version field', () => {
+    const plan = makePlan({ ignition: { origin: 'spec.provisioning.ignition.containerLinuxConfig.additionalConfig', additionalConfig: JSON.stringify({ ignition: { version: '3.0.0' }, storage: { files: [{ path: '/etc/touched', mode: 420 }] } }) } });
+    const e = requestError(() => renderIgnitionV2(plan, { versionField: 'Accept' }));
+    assert.deepEqual(e.problems, [
+      {
+        path: 'spec.provisioning.ignition.containerLinuxConfig.additionalConfig',
+        message: 'Ignition spec 2.3.0: storage.files[2].contents of the merged config is missing: without contents Ignition 3 keeps an existing file, but Ignition v0.x (spec 2.x) would empty it',
+      },
+    ]);
+  });
 });
