@@ -61,9 +61,9 @@ describe('CLI', () => {
   });
 
   it('an unsupported --ignition-version and an unknown --format are field errors', () => {
-    const v = cli(['render', '-f', 'examples/worker.yaml', '--format', 'ignition', '--ignition-version', '2.1.0']);
+    const v = cli(['render', '-f', 'examples/worker.yaml', '--format', 'ignition', '--ignition-version', '1.0.0']);
     assert.equal(v.code, 2);
-    assert.equal(v.stderr, '--ignition-version: Ignition spec 2.1.0 is not supported; bootwright emits 2.3.0 and 3.0.0 to 3.6.0\n');
+    assert.equal(v.stderr, '--ignition-version: Ignition spec 1.0.0 is not supported; bootwright emits 2.3.0 and 3.0.0 to 3.6.0\n');
     const f = cli(['render', '-f', 'examples/worker.yaml', '--format', 'xml']);
     assert.equal(f.code, 2);
     assert.equal(f.stderr, '--format: must be one of cloud-config, ignition\n');

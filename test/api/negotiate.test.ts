@@ -14,7 +14,7 @@ describe('negotiate: several Ignition ranges', () => {
     assert.deepEqual(pick(`${IGN}; version=2.4.0; q=0, ${IGN}; version=3.4.0`), { format: 'ignition', envelope: false, ignitionVersion: '3.4.0' });
     assert.deepEqual(pick(`${IGN}; version=2.4.0; q=0.5, ${IGN}; version=3.4.0`), { format: 'ignition', envelope: false, ignitionVersion: '3.4.0' });
     // A spec bootwright cannot serve gives way to one it can, even at a lower q.
-    assert.deepEqual(pick(`${IGN}; version=2.1.0, ${IGN}; version=3.4.0; q=0.5`), { format: 'ignition', envelope: false, ignitionVersion: '3.4.0' });
+    assert.deepEqual(pick(`${IGN}; version=1.0.0, ${IGN}; version=3.4.0; q=0.5`), { format: 'ignition', envelope: false, ignitionVersion: '3.4.0' });
     // Ties keep the order the client wrote.
     assert.deepEqual(pick(`${IGN}; version=3.2.0, ${IGN}; version=3.4.0`), { format: 'ignition', envelope: false, ignitionVersion: '3.2.0' });
   });
@@ -24,6 +24,6 @@ describe('negotiate: several Ignition ranges', () => {
   });
 
   it('refuses with 406 when the only explicit Ignition choices are unservable', () => {
-    assert.throws(() => pick(`${IGN}; version=2.1.0, ${IGN}; version=1; q=0.5, */*; q=0.1`), (e: unknown) => e instanceof NotAcceptableError && e.message.includes('Ignition spec 2.1.0 is not served'));
+    assert.throws(() => pick(`${IGN}; version=1.0.0, ${IGN}; version=1; q=0.5, */*; q=0.1`), (e: unknown) => e instanceof NotAcceptableError && e.message.includes('Ignition spec 1.0.0 is not served'));
   });
 });

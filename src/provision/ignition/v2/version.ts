@@ -9,9 +9,9 @@
  * What Ignition v0.x *advertises* lags what it reads: from the release that stabilised
  * spec 2.3.0 until coreos/ignition#942 (2020) it still sent `version=2.2.0` in `Accept`,
  * and later releases send `version=2.4.0`. Those v0.31–v0.34 releases are the Ignition of
- * the older Flatcar this spec is for, so a request for 2.2.x (or any later 2.x) gets
- * 2.3.0; an Ignition old enough to read only 2.2 fails either way. 2.0 and 2.1 (the
- * Ignition of 2017–2018) are refused.
+ * the older Flatcar this spec is for. So any 2.x request gets 2.3.0 (as the Cluster API
+ * issue asks: "an Accept header advertising version=2.x"): an Ignition old enough to read
+ * only 2.0–2.2 could not use anything bootwright writes, refused or not.
  */
 
 /** The one 2.x spec bootwright writes. */
@@ -20,25 +20,20 @@ export const LEGACY_IGNITION_SPEC = '2.3.0';
 /** {@link LEGACY_IGNITION_SPEC} as a type. */
 export type LegacyIgnitionSpecVersion = typeof LEGACY_IGNITION_SPEC;
 
-const REQUESTED = /^(\d+)\.(\d+)(?:\.(\d+))?(-experimental)?$/;
+const REQUESTED = /^(\d+)\.\d+(?:\.\d+)?(?:-experimental)?$/;
 
 /**
  * The 2.x spec to answer a request for `requested` with: `2.3.0` when `requested` is a
- * 2.x version at or above 2.3.0, else undefined.
+ * 2.x version, else undefined.
  *
- * `requested` is `MAJOR.MINOR` or `MAJOR.MINOR.PATCH`, optionally with `-experimental`,
- * which Ignition orders just below the release of the same number. Examples:
+ * `requested` is `MAJOR.MINOR` or `MAJOR.MINOR.PATCH`, optionally with `-experimental`.
+ * Examples:
  * `2.3.0`→`2.3.0`, `2.3`→`2.3.0`, `2.3.1`→`2.3.0`, `2.4.0`→`2.3.0`,
- * `2.4.0-experimental`→`2.3.0`, `2.3.0-experimental`→`2.3.0`, `2.2.0`→`2.3.0`,
- * `2.2.0-experimental`→undefined, `2.1.0`→undefined, `1`→undefined, `3.0.0`→undefined
- * (a 3.x spec, see `highestSpecAtMost`).
+ * `2.4.0-experimental`→`2.3.0`, `2.2.0`→`2.3.0`, `2.0.0`→`2.3.0`, `1`→undefined,
+ * `3.0.0`→undefined (a 3.x spec, see `highestSpecAtMost`).
  */
 export function legacySpecAtMost(requested: string): LegacyIgnitionSpecVersion | undefined {
   const m = REQUESTED.exec(requested.trim());
   if (!m || Number(m[1]) !== 2) return undefined;
-  const minor = Number(m[2]);
-  const patch = Number(m[3] ?? 0);
-  const experimental = m[4] !== undefined;
-  if (minor > 2 || (minor === 2 && !(experimental && patch === 0))) return LEGACY_IGNITION_SPEC;
-  return undefined;
+  return LEGACY_IGNITION_SPEC;
 }

@@ -18,9 +18,8 @@ describe('legacySpecAtMost', () => {
     ['2.3.0-experimental', '2.3.0'],
     ['2.2.0', '2.3.0'],
     ['2.2', '2.3.0'],
-    ['2.2.0-experimental', undefined],
-    ['2.1.0', undefined],
-    ['2.0.0', undefined],
+    ['2.1.0', '2.3.0'],
+    ['2.0.0', '2.3.0'],
     ['1', undefined],
     ['1.0.0', undefined],
     ['3.0.0', undefined],
@@ -39,12 +38,13 @@ describe('servedIgnitionVersion / resolveIgnitionVersion', () => {
     assert.equal(servedIgnitionVersion('3.0'), '3.0.0');
     assert.equal(servedIgnitionVersion('2.4.0'), '2.3.0');
     assert.equal(servedIgnitionVersion('2.2.0'), '2.3.0');
-    assert.equal(servedIgnitionVersion('2.1.0'), undefined);
+    assert.equal(servedIgnitionVersion('2.0.0'), '2.3.0');
+    assert.equal(servedIgnitionVersion('1.0.0'), undefined);
     assert.equal(resolveIgnitionVersion('2.3.0', 'f'), '2.3.0');
   });
 
-  it('refuses 2.1.0 and 1 naming the field', () => {
-    for (const v of ['2.1.0', '1']) {
+  it('refuses 1.x and 4.0.0 naming the field', () => {
+    for (const v of ['1.0.0', '4.0.0']) {
       assert.throws(
         () => resolveIgnitionVersion(v, 'Accept'),
         (e: unknown) => e instanceof RequestError && e.problems[0]!.path === 'Accept' && e.problems[0]!.message === `Ignition spec ${v} is not supported; bootwright emits 2.3.0 and 3.0.0 to 3.6.0`,
