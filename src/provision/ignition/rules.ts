@@ -103,28 +103,7 @@ export function checkIgnitionRules(config: Record<string, unknown>): FieldProble
   }
   unique(nodes, problems, 'path');
 
-  const units: [string, string][] = [];
-  const nodePaths = new Set(nodes.map(([p]) => p));
-  for (const [unit, at] of items(config.systemd, 'units', 'systemd')) {
-    const name = unit.name;
-    if (typeof name !== 'string' || !UNIT_SUFFIXES.some((s) => name.endsWith(s) && name.length > s.length)) {
-      problems.push({ path: `${at}.name`, message: 'invalid systemd unit extension' });
-      continue;
-    }
-    units.push([name, `${at}.name`]);
-    if (nodePaths.has(`${UNIT_DIR}/${name}`)) problems.push({ path: `${at}.name`, message: `a file, directory or link is also at ${UNIT_DIR}/${name}` });
-    const dropins: [string, string][] = [];
-    for (const [dropin, dat] of items(unit, 'dropins', at)) {
-      const dn = dropin.name;
-      if (typeof dn !== 'string' || !dn.endsWith('.conf')) problems.push({ path: `${dat}.name`, message: 'invalid systemd unit drop-in extension' });
-      else {
-        dropins.push([dn, `${dat}.name`]);
-        if (nodePaths.has(`${UNIT_DIR}/${name}.d/${dn}`)) problems.push({ path: `${dat}.name`, message: `a file, directory or link is also at ${UNIT_DIR}/${name}.d/${dn}` });
-      }
-    }
-    unique(dropins, problems, 'drop-in');
-  }
-  unique(units, problems, 'unit');
+  checkUnits(config, problems, new Set(nodes.map(([p]) => p)));
 
   for (const [res, at] of resources(config)) {
     if (typeof res.source !== 'string' || !res.source.startsWith('data:')) continue;
@@ -165,4 +144,33 @@ export function uniquePasswd(config: Record<string, unknown>, problems: FieldPro
       kind === 'users' ? 'user' : 'group',
     );
   }
+}
+
+/**
+ * Ignition's unit rules (both spec lines): names end in a unit type, drop-ins in
+ * `.conf`, both unique; a unit or drop-in must not share its path under
+ * /etc/systemd/system with a file, directory or link in `nodePaths`.
+ */
+export function checkUnits(config: Record<string, unknown>, problems: FieldProblem[], nodePaths: ReadonlySet<string> = new Set()): void {
+  const units: [string, string][] = [];
+  for (const [unit, at] of items(config.systemd, 'units', 'systemd')) {
+    const name = unit.name;
+    if (typeof name !== 'string' || !UNIT_SUFFIXES.some((s) => name.endsWith(s) && name.length > s.length)) {
+      problems.push({ path: `${at}.name`, message: 'invalid systemd unit extension' });
+      continue;
+    }
+    units.push([name, `${at}.name`]);
+    if (nodePaths.has(`${UNIT_DIR}/${name}`)) problems.push({ path: `${at}.name`, message: `a file, directory or link is also at ${UNIT_DIR}/${name}` });
+    const dropins: [string, string][] = [];
+    for (const [dropin, dat] of items(unit, 'dropins', at)) {
+      const dn = dropin.name;
+      if (typeof dn !== 'string' || !dn.endsWith('.conf')) problems.push({ path: `${dat}.name`, message: 'invalid systemd unit drop-in extension' });
+      else {
+        dropins.push([dn, `${dat}.name`]);
+        if (nodePaths.has(`${UNIT_DIR}/${name}.d/${dn}`)) problems.push({ path: `${dat}.name`, message: `a file, directory or link is also at ${UNIT_DIR}/${name}.d/${dn}` });
+      }
+    }
+    unique(dropins, problems, 'drop-in');
+  }
+  unique(units, problems, 'unit');
 }

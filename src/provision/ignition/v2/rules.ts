@@ -7,7 +7,7 @@
  * (no `compression` on `data:` URLs).
  */
 import type { FieldProblem } from '../../../errors.js';
-import { dataUrlProblem, items, UNIT_SUFFIXES, unique, uniquePasswd } from '../rules.js';
+import { checkUnits, dataUrlProblem, items, unique, uniquePasswd } from '../rules.js';
 import { LABEL_LIMITS } from '../storage.js';
 import { ROOT_FILESYSTEM } from './translate.js';
 import { LEGACY_IGNITION_SPEC } from './version.js';
@@ -136,22 +136,7 @@ export function checkIgnitionV2Rules(config: Record<string, unknown>): FieldProb
   unique(devices, problems, 'filesystem device');
   unique(fsNames, problems, 'filesystem name');
 
-  const units: [string, string][] = [];
-  for (const [unit, at] of items(config.systemd, 'units', 'systemd')) {
-    const name = unit.name;
-    if (typeof name !== 'string' || !UNIT_SUFFIXES.some((s) => name.endsWith(s) && name.length > s.length)) {
-      problems.push({ path: `${at}.name`, message: 'invalid systemd unit extension' });
-      continue;
-    }
-    units.push([name, `${at}.name`]);
-    const dropins: [string, string][] = [];
-    for (const [dropin, dat] of items(unit, 'dropins', at)) {
-      if (typeof dropin.name !== 'string' || !dropin.name.endsWith('.conf')) problems.push({ path: `${dat}.name`, message: 'invalid systemd unit drop-in extension' });
-      else dropins.push([dropin.name, `${dat}.name`]);
-    }
-    unique(dropins, problems, 'drop-in');
-  }
-  unique(units, problems, 'unit');
+  checkUnits(config, problems);
 
   uniquePasswd(config, problems);
   return problems;
