@@ -1,5 +1,5 @@
 /**
- * One test per input in ../shared/cases/: small requests that break bootstrap-data
+ * One test per input in test/fixtures/cases/: small requests that break bootstrap-data
  * generators in the field, each asserting the right value in both formats.
  */
 import assert from 'node:assert/strict';
@@ -14,7 +14,7 @@ import type { NodeBootstrap } from '../src/request/schema.js';
 import { ignitionFiles } from './support/decode.js';
 import { cloudInitSchema, ignitionValidate, validateCloudConfigSchema, validateIgnitionSchema } from './support/validators.js';
 
-const CASES = new URL('../../shared/cases/', import.meta.url);
+const CASES = new URL('./fixtures/cases/', import.meta.url);
 const text = (name: string) => readFileSync(new URL(name, CASES), 'utf8');
 
 type Ignition = {
@@ -41,7 +41,7 @@ async function renderBoth(req: NodeBootstrap) {
   return { cc: load(cc, { schema: YAML11_SCHEMA }) as Record<string, unknown>, config };
 }
 
-describe('shared cases', () => {
+describe('field cases', () => {
   it('every case file has a test here', () => {
     const files = readdirSync(CASES).filter((f) => f.endsWith('.yaml')).sort();
     assert.deepEqual(files, ['001-command-with-template-braces.yaml', '002-disk-layout-true.yaml', '003-file-owned-by-new-user.yaml']);

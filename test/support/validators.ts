@@ -1,7 +1,7 @@
 /**
- * The validators every output test uses (DESIGN §3: "Every output passes the real
- * validators: `cloud-init schema` and `ignition-validate`, and the JSON schemas in
- * `../shared/conformance/`").
+ * The validators every output test uses (DESIGN §3: every output passes the real
+ * validators, `cloud-init schema` and `ignition-validate`, and the published JSON
+ * schemas, found as test/support/conformance.ts says).
  *
  * Two kinds:
  * - JSON-schema checks with ajv against the published schemas in the conformance
@@ -13,11 +13,12 @@
  *
  * Every function returns a list of problems as strings; `[]` means valid.
  *
- * When a tool is not installed: with `CI` set the function throws (CI must check every
- * output); elsewhere it prints one loud warning per process to stderr and returns `[]`.
+ * When a tool or a schema is missing: with `CI` set the function throws (CI must check
+ * every output); elsewhere it prints one loud warning per process to stderr and returns
+ * `[]`.
  */
 import { execFile } from 'node:child_process';
-import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -25,30 +26,12 @@ import Ajv04Module from 'ajv-draft-04';
 import type { ErrorObject, ValidateFunction } from 'ajv-draft-04';
 import addFormatsModule from 'ajv-formats';
 import { load, YAML11_SCHEMA } from 'js-yaml';
+import { cloudConfigSchemaFile, ignitionSchemaFile, inCI, schemaMissing } from './conformance.js';
 
 // ajv and ajv-formats are CommonJS with `exports.default`; under NodeNext the default
 // import is `module.exports`, whose `.default` is the class / plugin itself.
 const Ajv04 = Ajv04Module.default;
 const addFormats = addFormatsModule.default;
-
-/**
- * The shared conformance data: `../shared/conformance` from the working directory (the
- * repository root under `npm test`), or `$BOOTWRIGHT_CONFORMANCE_DIR` when set.
- *
- * @throws Error at import time when the directory is missing.
- */
-export const conformanceDir: string = (() => {
-  const dir = process.env.BOOTWRIGHT_CONFORMANCE_DIR
-    ? path.resolve(process.env.BOOTWRIGHT_CONFORMANCE_DIR)
-    : path.resolve(process.cwd(), '../shared/conformance');
-  if (!existsSync(path.join(dir, 'cloud-init')) || !existsSync(path.join(dir, 'ignition'))) {
-    throw new Error(
-      `conformance data not found at ${dir}: run the tests from the repository root with shared/ checked out ` +
-        `beside it (../shared/conformance), or set BOOTWRIGHT_CONFORMANCE_DIR`,
-    );
-  }
-  return dir;
-})();
 
 function readJson(file: string): Record<string, unknown> {
   return JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
@@ -75,7 +58,7 @@ function ajvProblems(validate: ValidateFunction, value: unknown): string[] {
 // ---------------------------------------------------------------------------------
 // cloud-config: ajv against cloud-init's published schema
 
-let cloudConfigValidator: ValidateFunction | undefined;
+let cloudConfigValidator: ValidateFunction | null | undefined;
 
 /**
  * The compiled cloud-config schema. The file declares draft-04 but also uses `$defs`
@@ -85,9 +68,14 @@ let cloudConfigValidator: ValidateFunction | undefined;
  * `label`, `hidden`...) and `additionalItems` next to a non-array `items`; so ajv runs
  * with `strict: false`. Formats (`uri`, `hostname`, `date`) come from ajv-formats.
  */
-function cloudConfigSchemaValidator(): ValidateFunction {
-  if (!cloudConfigValidator) {
-    const schema = readJson(path.join(conformanceDir, 'cloud-init', 'schema-cloud-config-v1.json'));
+function cloudConfigSchemaValidator(): ValidateFunction | null {
+  if (cloudConfigValidator === undefined) {
+    const file = cloudConfigSchemaFile();
+    if (!file) {
+      schemaMissing("cloud-init's cloud-config JSON schema");
+      return (cloudConfigValidator = null);
+    }
+    const schema = readJson(file);
     const ajv = new Ajv04({ strict: false, allErrors: true });
     addFormats(ajv);
     cloudConfigValidator = ajv.compile(schema);
@@ -105,7 +93,9 @@ function cloudConfigSchemaValidator(): ValidateFunction {
  * a boolean) and must be a mapping.
  *
  * @param text the whole user-data document
- * @returns problems as `"<instance path> <message> (<schema path>)"`; `[]` when valid
+ * @returns problems as `"<instance path> <message> (<schema path>)"`; `[]` when valid,
+ *   or when the schema is not found outside CI (after one warning)
+ * @throws AssertionError when the schema is not found and `CI` is set
  */
 export function validateCloudConfigSchema(text: string): string[] {
   if (!text.startsWith('#cloud-config\n')) {
@@ -122,22 +112,14 @@ export function validateCloudConfigSchema(text: string): string[] {
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
     return [`Cloud-config is not a YAML dict (got ${Array.isArray(doc) ? 'a sequence' : doc === null ? 'null' : typeof doc})`];
   }
-  return ajvProblems(cloudConfigSchemaValidator(), doc);
+  const validate = cloudConfigSchemaValidator();
+  return validate ? ajvProblems(validate, doc) : [];
 }
 
 // ---------------------------------------------------------------------------------
 // Ignition: ajv (draft-04) against the spec's published schema
 
-const ignitionValidators = new Map<string, ValidateFunction>();
-
-function ignitionSchemaFile(version: string): string {
-  const m = /^(\d+)\.(\d+)\.0$/.exec(version);
-  const file = m ? `ignition-v${m[1]!}_${m[2]!}.schema.json` : undefined;
-  if (!file || !existsSync(path.join(conformanceDir, 'ignition', file))) {
-    throw new Error(`no Ignition schema for spec version ${JSON.stringify(version)} in ${path.join(conformanceDir, 'ignition')}`);
-  }
-  return path.join(conformanceDir, 'ignition', file);
-}
+const ignitionValidators = new Map<string, ValidateFunction | null>();
 
 /**
  * Check an Ignition config against the JSON schema (draft-04) of spec `version`
@@ -148,17 +130,27 @@ function ignitionSchemaFile(version: string): string {
  *
  * @param json the config as serialised
  * @param version the spec version the config claims, e.g. `"3.4.0"`
- * @returns problems; `[]` when valid
- * @throws Error when there is no schema for `version`
+ * @returns problems; `[]` when valid, or when the schema is not found outside CI (after
+ *   one warning)
+ * @throws Error when `version` is not a spec version; AssertionError when its schema is
+ *   not found and `CI` is set
  */
 export function validateIgnitionSchema(json: string, version: string): string[] {
+  if (!/^(2\.3|3\.[0-6])\.0$/.test(version)) throw new Error(`no Ignition schema for spec version ${JSON.stringify(version)}`);
   let validate = ignitionValidators.get(version);
-  if (!validate) {
+  if (validate === undefined) {
+    const file = ignitionSchemaFile(version);
+    if (!file) {
+      schemaMissing(`the Ignition ${version} JSON schema`);
+      ignitionValidators.set(version, null);
+      return [];
+    }
     const ajv = new Ajv04({ allErrors: true });
     addFormats(ajv);
-    validate = ajv.compile(readJson(ignitionSchemaFile(version)));
+    validate = ajv.compile(readJson(file));
     ignitionValidators.set(version, validate);
   }
+  if (validate === null) return [];
   let config: unknown;
   try {
     config = JSON.parse(json);
@@ -197,7 +189,6 @@ export const haveCloudInit: boolean = cloudInitPath !== undefined;
 /** Whether `ignition-validate` is installed. */
 export const haveIgnitionValidate: boolean = ignitionValidatePath !== undefined;
 
-const inCI = ((v) => v !== undefined && v !== '' && v !== '0' && v.toLowerCase() !== 'false')(process.env.CI);
 const warned = new Set<string>();
 
 /** A missing tool: throw in CI; elsewhere warn once per process (the caller returns []). */

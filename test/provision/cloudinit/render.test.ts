@@ -34,7 +34,7 @@ function decoded(f: WriteFile): Buffer {
       assert.fail(`unexpected encoding ${f.encoding}`);
   }
 }
-const caseFile = (name: string) => readFileSync(new URL(`../../../../shared/cases/${name}`, import.meta.url), 'utf8');
+const caseFile = (name: string) => readFileSync(new URL(`../../fixtures/cases/${name}`, import.meta.url), 'utf8');
 
 describe('cloud-config renderer', () => {
   it('worker: the join config under /run/kubeadm, kubeadm chained to the sentinel, commands in order', async () => {

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, it } from 'node:test';
 import {
   IGNITION_FEATURES,
@@ -11,7 +9,7 @@ import {
   lowestSpecFor,
   unsupportedFeature,
 } from '../../../src/provision/ignition/versions.js';
-import { conformanceDir } from '../../support/validators.js';
+import { ignitionSchemasSkip, readIgnitionSchema } from '../../support/conformance.js';
 
 describe('highestSpecAtMost', () => {
   const table: [string, IgnitionSpecVersion | undefined][] = [
@@ -125,13 +123,10 @@ function schemaNode(schema: Record<string, unknown>, featurePath: string): unkno
   return node;
 }
 
-describe('the feature table agrees with the published schemas', () => {
-  const schemas = new Map(
-    IGNITION_SPEC_VERSIONS.map((v) => {
-      const file = path.join(conformanceDir, 'ignition', `ignition-v3_${v.split('.')[1]!}.schema.json`);
-      return [v, JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>];
-    }),
-  );
+const noSchemas = ignitionSchemasSkip(IGNITION_SPEC_VERSIONS);
+
+describe('the feature table agrees with the published schemas', { skip: noSchemas }, () => {
+  const schemas = new Map(noSchemas ? [] : IGNITION_SPEC_VERSIONS.map((v) => [v, readIgnitionSchema(v)]));
   for (const feature of IGNITION_FEATURES) {
     it(`${feature.name} (${feature.since})`, () => {
       const at = IGNITION_SPEC_VERSIONS.indexOf(feature.since);
