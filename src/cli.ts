@@ -1,144 +1,124 @@
 #!/usr/bin/env node
 /**
- * bootwright's command line.
+ * bootwright's command line, in the style of kubectl:
  *
- *   bootwright render -f FILE [--format cloud-config|ignition] [--ignition-version X.Y.Z]
- *                     [--platform aws|azure|gcp|openstack|vsphere] [-o OUT]
- *   bootwright validate -f FILE [--format cloud-config|ignition]   (valid: it renders)
- *   bootwright serve
+ *   bootwright render FILE [--format cloud-config|ignition] [--ignition-version X.Y.Z]
+ *                          [--platform NAME] [-o OUT]        (or render -f FILE)
+ *   bootwright validate FILE [--format cloud-config|ignition] (valid: it renders)
+ *   bootwright serve [--host ADDR] [--port PORT] [--data-dir DIR] [--config FILE] [--detach]
+ *   bootwright version | --version
+ *   bootwright help [COMMAND] | COMMAND --help
  *
- * Exit codes: 0 success; 2 bad input or usage (one line per problem, naming the field;
- * nothing is written to OUT); 1 an unexpected failure.
+ * Exit codes ({@link EXIT}): 0 success; 2 bad input or usage (one line per problem,
+ * naming the field or flag; nothing is written to OUT); 1 an unexpected failure, or
+ * the service could not start.
  */
-import { readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, basename } from 'node:path';
+import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
-import { serve } from './api/serve.js';
-import { loadConfig } from './config.js';
+import { EXIT, UsageError, commandHelp, overallHelp, parseCommand, type Command } from './cli/commands.js';
+import { RENDER, VALIDATE, runRender, runValidate } from './cli/render.js';
+import { SERVE, runServe } from './cli/serve.js';
+import { ConfigError } from './config.js';
 import { RequestError } from './errors.js';
-import { renderNodeBootstrap } from './render.js';
-import { parseNodeBootstrap, syntaxForFile } from './request/parse.js';
-import { OUTPUT_FORMATS, PLATFORMS, type NodeBootstrap, type OutputFormat, type Platform } from './request/schema.js';
+import { PACKAGE_VERSION, RENDERER_VERSION } from './version.js';
 
-const USAGE = `usage:
-  bootwright serve                      (configured by BOOTWRIGHT_* variables or BOOTWRIGHT_CONFIG)
-  bootwright render -f FILE [--format cloud-config|ignition] [--ignition-version X.Y.Z]
-                    [--platform aws|azure|gcp|openstack|vsphere] [-o OUT]
-  bootwright validate -f FILE [--format cloud-config|ignition]
-FILE may be - for standard input (YAML or JSON).`;
+/** `bootwright version`. */
+const VERSION: Command = {
+  name: 'version',
+  summary: 'Print the version of bootwright, its renderers and Node.js',
+  usage: ['version', '--version'],
+  positionals: 0,
+  flags: [],
+};
 
-class UsageError extends Error {}
+/** `bootwright help`. */
+const HELP: Command = {
+  name: 'help',
+  summary: 'Show help for bootwright or one of its commands',
+  usage: ['help [COMMAND]'],
+  positionals: 1,
+  flags: [],
+};
 
-/** Read and validate the request named by `-f` (`-` is standard input). */
-function readRequest(file: string | undefined): NodeBootstrap {
-  if (!file) throw new UsageError('-f FILE is required');
-  let text: string;
-  try {
-    text = readFileSync(file === '-' ? 0 : file, 'utf8');
-  } catch (e) {
-    throw new UsageError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`);
-  }
-  return parseNodeBootstrap(text, file === '-' ? (text.trimStart().startsWith('{') ? 'json' : 'yaml') : syntaxForFile(file));
-}
+/** Every command, in the order help lists them. */
+const COMMANDS: readonly Command[] = [RENDER, VALIDATE, SERVE, VERSION, HELP];
 
-/** Write OUT atomically: a sibling temporary file renamed over it, so no half-written file is left. */
-function writeAtomically(path: string, body: string | Uint8Array): void {
-  const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
-  try {
-    writeFileSync(tmp, body, { mode: 0o600 });
-    renameSync(tmp, path);
-  } catch (e) {
-    rmSync(tmp, { force: true });
-    throw new UsageError(`cannot write ${path}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`);
-  }
+/** A suggestion for a mistyped command: one whose name shares its first two letters. */
+function didYouMean(name: string): string {
+  const near = COMMANDS.find((c) => c.name.startsWith(name.slice(0, 2)));
+  return near ? `\n\nDid you mean this?\n  ${near.name}` : '';
 }
 
 /**
  * Run the CLI.
  *
  * @param argv arguments after the program name.
- * @returns the exit code.
+ * @returns the exit code ({@link EXIT}). `serve` resolves once the service listens; the
+ *   process then runs until a signal.
  */
-export function main(argv: string[], out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): number {
-  if (argv[0] === 'serve') {
-    try {
-      if (argv.length > 1) throw new UsageError(`unexpected argument: ${argv[1]!}`);
-      const config = loadConfig();
-      serve(config).catch((e: unknown) => {
-        err.write(`cannot start: ${(e as Error).message}\n`);
-        process.exit(1);
-      });
-      return 0;
-    } catch (e) {
-      err.write(`${(e as Error).message}\n`);
-      return 2;
-    }
+export async function main(argv: string[], out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): Promise<number> {
+  const [name, ...args] = argv;
+  if (name === undefined || name === '-h' || name === '--help') {
+    out.write(overallHelp(COMMANDS));
+    return EXIT.ok;
   }
+  if (name === '--version') {
+    out.write(`bootwright ${PACKAGE_VERSION}\n`);
+    return EXIT.ok;
+  }
+  const command = COMMANDS.find((c) => c.name === name);
   try {
-    const { values, positionals } = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        file: { type: 'string', short: 'f' },
-        format: { type: 'string' },
-        'ignition-version': { type: 'string' },
-        platform: { type: 'string' },
-        output: { type: 'string', short: 'o' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-    const [command, ...rest] = positionals;
-    if (values.help) {
-      out.write(`${USAGE}\n`);
-      return 0;
+    if (!command) {
+      throw new UsageError(name.startsWith('-') ? `unknown flag: ${name}` : `unknown command "${name}" for "bootwright"${didYouMean(name)}`);
     }
-    if (rest.length > 0) throw new UsageError(`unexpected argument: ${rest[0]!}`);
-    if (command === 'validate') {
-      // Valid means renderable: the request, and the node built from it in the format it
-      // (or --format) asks for, so what render would refuse is refused here too.
-      const req = readRequest(values.file);
-      const result = renderNodeBootstrap(req, values.format ? { format: values.format as OutputFormat } : {});
-      for (const w of result.warnings) err.write(`warning: ${w}\n`);
-      err.write(`${values.file ?? ''}: valid (${result.format}${result.ignitionVersion ? ` ${result.ignitionVersion}` : ''})\n`);
-      return 0;
+    const parsed = parseCommand(command, args);
+    if (parsed.values.help) {
+      out.write(commandHelp(command));
+      return EXIT.ok;
     }
-    if (command !== 'render') throw new UsageError(command ? `unknown command: ${command}` : 'a command is required');
-    if (values.format !== undefined && !(OUTPUT_FORMATS as readonly string[]).includes(values.format)) {
-      throw new RequestError([{ path: '--format', message: `must be one of ${OUTPUT_FORMATS.join(', ')}` }]);
+    switch (command.name) {
+      case 'render':
+        return runRender(parsed, out, err);
+      case 'validate':
+        return runValidate(parsed, err);
+      case 'serve':
+        return await runServe(parsed, args, out, err);
+      case 'version':
+        out.write(`bootwright ${PACKAGE_VERSION}\nrenderer: ${RENDERER_VERSION}\nnode: ${process.version}\n`);
+        return EXIT.ok;
+      default: {
+        const topic = parsed.positionals[0];
+        if (topic === undefined) {
+          out.write(overallHelp(COMMANDS));
+          return EXIT.ok;
+        }
+        const about = COMMANDS.find((c) => c.name === topic);
+        if (!about) throw new UsageError(`unknown command "${topic}" for "bootwright"${didYouMean(topic)}`, 'help');
+        out.write(commandHelp(about));
+        return EXIT.ok;
+      }
     }
-    if (values.platform !== undefined && !(PLATFORMS as readonly string[]).includes(values.platform)) {
-      throw new RequestError([{ path: '--platform', message: `must be one of ${PLATFORMS.join(', ')}` }]);
-    }
-    const req = readRequest(values.file);
-    const result = renderNodeBootstrap(req, {
-      ...(values.format ? { format: values.format as OutputFormat } : {}),
-      ...(values['ignition-version'] ? { ignitionVersion: values['ignition-version'], ignitionVersionField: '--ignition-version' } : {}),
-      ...(values.platform ? { platform: values.platform as Platform, platformField: '--platform' } : {}),
-    });
-    if (values['ignition-version'] && result.format !== 'ignition') {
-      throw new RequestError([{ path: '--ignition-version', message: 'applies only to --format ignition' }]);
-    }
-    for (const w of result.warnings) err.write(`warning: ${w}\n`);
-    const payload = result.gzip ?? result.body;
-    if (values.output) writeAtomically(values.output, payload);
-    else out.write(payload);
-    return 0;
   } catch (e) {
     if (e instanceof RequestError) {
       for (const p of e.problems) err.write(`${p.path ? `${p.path}: ` : ''}${p.message}\n`);
-      return 2;
+      return EXIT.usage;
     }
-    if (e instanceof UsageError || (e as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
-      err.write(`${(e as Error).message}\n${USAGE}\n`);
-      return 2;
+    if (e instanceof UsageError) {
+      const on = e.command ?? command?.name;
+      err.write(`error: ${e.message}\nSee 'bootwright ${on ? `${on} ` : ''}--help' for usage.\n`);
+      return EXIT.usage;
+    }
+    if (e instanceof ConfigError) {
+      err.write(`error: ${e.message}\n`);
+      return EXIT.usage;
     }
     err.write(`internal error: ${(e as Error).message}\n`);
-    return 1;
+    return EXIT.failure;
   }
 }
 
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const code = main(process.argv.slice(2));
-  if (code !== 0) process.exitCode = code;
+  void main(process.argv.slice(2)).then((code) => {
+    if (code !== 0) process.exitCode = code;
+  });
 }

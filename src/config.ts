@@ -121,10 +121,12 @@ export class ConfigError extends Error {
  * @param env the environment (`BOOTWRIGHT_*`; `BOOTWRIGHT_TOKENS` is JSON: a list of
  *   `{name, token|sha256, scopes}`; `BOOTWRIGHT_CONFIG` names a YAML or JSON file with
  *   the same keys as {@link configSchema}).
- * @param overrides values that win over both (tests, the CLI).
- * @throws ConfigError naming the key; never quoting a token.
+ * @param overrides values that win over both (tests, the CLI's flags).
+ * @param overrideNames what to call an override's key in errors, e.g. `{port: '--port'}`.
+ * @throws ConfigError naming the key (and the variable or flag that set it); never
+ *   quoting a token.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}, overrideNames: Partial<Record<keyof Config, string>> = {}): Config {
   let fromFile: Record<string, unknown> = {};
   if (env.BOOTWRIGHT_CONFIG) {
     try {
@@ -147,7 +149,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   }
   const result = configSchema.safeParse({ ...fromFile, ...fromEnv, ...overrides });
   if (!result.success) {
-    const byKey = Object.fromEntries(Object.entries(ENV).map(([k, v]) => [v, k]));
+    const byKey: Record<string, string> = { ...Object.fromEntries(Object.entries(ENV).map(([k, v]) => [v, k])), ...overrideNames };
     throw new ConfigError(
       zodProblems(result.error)
         .map((p) => {

@@ -84,9 +84,23 @@ describe('CLI', () => {
     assert.match(refused.stderr, /^spec\.provisioning\.diskSetup\.partitions\[0\]\.tableType: /);
     const missing = cli(['validate', '-f', join(dir, 'nope.yaml')]);
     assert.equal(missing.code, 2);
-    assert.match(missing.stderr, /^cannot read .*nope\.yaml: ENOENT\n/);
-    const usage = cli(['frobnicate']);
-    assert.equal(usage.code, 2);
-    assert.match(usage.stderr, /^unknown command: frobnicate\nusage:/);
+    assert.match(missing.stderr, /^error: cannot read .*nope\.yaml: ENOENT\nSee 'bootwright validate --help' for usage\.\n$/);
+  });
+
+  it('render and validate take FILE as an argument as well as with -f, not both', () => {
+    const byFlag = cli(['render', '-f', 'examples/worker.yaml', '--format', 'ignition']);
+    const byArg = cli(['render', 'examples/worker.yaml', '--format', 'ignition']);
+    assert.equal(byArg.code, 0, byArg.stderr);
+    assert.equal(byArg.stdout, byFlag.stdout);
+    assert.equal(cli(['validate', 'examples/init.yaml']).stderr, 'examples/init.yaml: valid (cloud-config)\n');
+    const both = cli(['render', 'examples/worker.yaml', '-f', 'examples/init.yaml']);
+    assert.equal(both.code, 2);
+    assert.equal(both.stderr, "error: give FILE either as an argument or with -f, not both\nSee 'bootwright render --help' for usage.\n");
+    const none = cli(['render']);
+    assert.equal(none.code, 2);
+    assert.equal(none.stderr, "error: a request FILE is required\nSee 'bootwright render --help' for usage.\n");
+    const extra = cli(['render', 'examples/worker.yaml', 'examples/init.yaml']);
+    assert.equal(extra.code, 2);
+    assert.equal(extra.stderr, "error: unexpected argument: examples/init.yaml\nSee 'bootwright render --help' for usage.\n");
   });
 });

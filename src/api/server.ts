@@ -30,6 +30,7 @@ import { registerBodyParsers, REQUEST_SYNTAX_OF } from './body.js';
 import { bootAdminRoutes } from './routes/boot-admin.js';
 import { bootRoutes } from './routes/boot.js';
 import { urlSigning, type UrlSigning } from './signing.js';
+import { PACKAGE_VERSION } from '../version.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -274,7 +275,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       openapi: '3.1.0',
       info: {
         title: 'bootwright',
-        version: '1.0.0',
+        version: PACKAGE_VERSION,
         description: 'Turns a Kubernetes node bootstrap request into cloud-init or Ignition bootstrap data.',
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
