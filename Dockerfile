@@ -2,12 +2,13 @@
 #
 # bootwright: build with `docker build -t bootwright .`, run with
 #   docker run --rm -p 8080:8080 -e BOOTWRIGHT_TOKENS='[{"name":"ops","sha256":"<hex>","scopes":["admin"]}]' bootwright
-# Three stages on the same base (so native modules built in `deps` match the runtime):
-# `build` compiles TypeScript with the dev tooling, `deps` installs only the runtime
-# dependencies, and the final stage holds dist/, those node_modules and package.json.
+# Two stages on the same base, Node.js 24 LTS: `build` installs everything (compiling the
+# native better-sqlite3 addon once, against the runtime's own Node), compiles TypeScript,
+# then prunes the devDependencies; the final stage holds dist/, those node_modules and
+# package.json.
 
-# ---- build: full install, compile src/ to dist/ -----------------------------------
-FROM node:20-bookworm-slim AS build
+# ---- build: full install, compile src/ to dist/, keep only the runtime dependencies --
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 # better-sqlite3 is a native addon: give node-gyp what it needs to build it from source
 # rather than depend on downloading a prebuilt binary.
@@ -16,20 +17,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build
-
-# ---- deps: runtime dependencies only ------------------------------------------------
-FROM node:20-bookworm-slim AS deps
-WORKDIR /app
-ENV NODE_ENV=production
-# better-sqlite3 is a native addon: give node-gyp what it needs to build it from source
-# rather than depend on downloading a prebuilt binary.
-RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund && npm cache clean --force
 
 # ---- runtime ----------------------------------------------------------------------
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production BOOTWRIGHT_HOST=0.0.0.0 BOOTWRIGHT_DATA_DIR=/var/lib/bootwright
 WORKDIR /app
 # A numeric, non-root user (Kubernetes `runAsNonRoot` can only verify a numeric USER).
@@ -40,7 +31,7 @@ RUN groupadd --system --gid 10001 bootwright \
  && mkdir -p /var/lib/bootwright \
  && chown 10001:10001 /var/lib/bootwright \
  && chmod 0700 /var/lib/bootwright
-COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
 USER 10001:10001

@@ -8,13 +8,12 @@
  * skip with a loud note.
  */
 import { execFile, spawnSync } from 'node:child_process';
+import { inCI } from '../support/missing.js';
 
 const PYTHON = '/usr/bin/python3';
 
 /** Whether `import cloudinit` works with the system Python. */
 export const haveCloudInitPython: boolean = spawnSync(PYTHON, ['-c', 'import cloudinit.util'], { stdio: 'ignore' }).status === 0;
-
-const inCI = ((v) => v !== undefined && v !== '' && v !== '0' && v.toLowerCase() !== 'false')(process.env.CI);
 
 /** The reason to skip a test needing cloud-init's Python, or false to run it; throws in CI without it. */
 export function skipWithoutCloudInit(): string | false {

@@ -22,6 +22,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { inCI, missingDependency } from './missing.js';
 
 /** The repository root (this file is `test/support/conformance.ts`). */
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -34,8 +35,6 @@ function candidateDirs(): string[] {
   return dirs;
 }
 
-/** Whether `CI` is set to something other than empty, `0` or `false`. */
-export const inCI: boolean = ((v) => v !== undefined && v !== '' && v !== '0' && v.toLowerCase() !== 'false')(process.env.CI);
 
 const where = (): string => `looked in ${candidateDirs().join(', ')}; set BOOTWRIGHT_CONFORMANCE_DIR to the conformance data`;
 
@@ -75,26 +74,6 @@ export function readIgnitionSchema(version: string): Record<string, unknown> {
   const file = ignitionSchemaFile(version);
   assert.ok(file, `no Ignition ${version} schema: ${where()}`);
   return JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-}
-
-const warned = new Set<string>();
-
-/**
- * A test dependency the clone lacks. Outside CI: print one loud line per process and
- * return it, for node:test's `skip` option. Under CI: return false, so the test runs
- * and fails on the missing dependency with its own message.
- *
- * @param what the missing thing and what goes unchecked without it
- * @returns the skip reason, or false (run the test)
- */
-export function missingDependency(what: string): string | false {
-  if (inCI) return false;
-  const line = `*** SKIPPED: ${what} ***`;
-  if (!warned.has(line)) {
-    warned.add(line);
-    process.stderr.write(`\n${line}\n\n`);
-  }
-  return line;
 }
 
 /**

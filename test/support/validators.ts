@@ -26,7 +26,8 @@ import Ajv04Module from 'ajv-draft-04';
 import type { ErrorObject, ValidateFunction } from 'ajv-draft-04';
 import addFormatsModule from 'ajv-formats';
 import { load, YAML11_SCHEMA } from 'js-yaml';
-import { cloudConfigSchemaFile, ignitionSchemaFile, inCI, schemaMissing } from './conformance.js';
+import { cloudConfigSchemaFile, ignitionSchemaFile, schemaMissing } from './conformance.js';
+import { inCI } from './missing.js';
 
 // ajv and ajv-formats are CommonJS with `exports.default`; under NodeNext the default
 // import is `module.exports`, whose `.default` is the class / plugin itself.
