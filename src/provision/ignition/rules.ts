@@ -1,6 +1,6 @@
 /**
  * The rules `ignition-validate` enforces that the JSON schemas do not carry
- * (`../shared/conformance/README.md`; coreos/ignition `config/v3_N/types` validation
+ * (checked against the real tool; coreos/ignition `config/v3_N/types` validation
  * and `config/shared/errors`). For tests and for configs merged from user input; the
  * renderer builds configs that keep them and does not call this on its hot path.
  */

@@ -3,7 +3,7 @@
  *
  * The feature table is generic over a whole config object (not tied to what our renderer
  * emits), so a config that later merges user-supplied Ignition can be fitted the same way.
- * Sources: the published JSON schemas (`../shared/conformance/ignition/ignition-v3_N.schema.json`,
+ * Sources: the published JSON schemas (coreos/ignition `config/v3_N/schema/ignition.json`,
  * fields new in each version) and coreos/ignition `docs/migrating-configs.md` and
  * `docs/release-notes.md` (behaviour new in a version without a new field).
  */

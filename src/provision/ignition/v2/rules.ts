@@ -1,6 +1,6 @@
 /**
  * The rules Ignition v0.x enforces on a spec 2.3.0 config beyond its JSON schema
- * (`../shared/conformance/ignition/ignition-v2_3.schema.json`), for tests: Debian's
+ * (coreos/ignition `schema/ignition.json` of spec 2.3.0), for tests: Debian's
  * `ignition-validate` rejects 2.x, so this is the check besides the schema. Sources:
  * coreos/ignition `docs/configuration-v2_3.md` and its `config/v2_3/types` validation
  * (path, mode, unit and partition checks), `internal/resource/url.go` of the v0.x line
