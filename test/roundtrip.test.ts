@@ -4,70 +4,16 @@
  * Every output also passes the real validators and the conformance schemas.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { gzipSync } from 'node:zlib';
 import { load, YAML11_SCHEMA } from 'js-yaml';
 import { checkIgnitionRules } from '../src/provision/ignition/rules.js';
 import { checkIgnitionV2Rules } from '../src/provision/ignition/v2/rules.js';
 import { renderNodeBootstrap } from '../src/render.js';
 import { validateNodeBootstrap } from '../src/request/parse.js';
 import { cloudConfigFiles, ignitionFiles } from './support/decode.js';
+import { COMMANDS, expectedBytes, files } from './support/hard-contents.js';
 import { worker } from './support/requests.js';
 import { cloudInitSchema, ignitionValidate, ignitionValidateKnows, validateCloudConfigSchema, validateIgnitionSchema } from './support/validators.js';
-
-const COMMANDS = [
-  'echo key: value',
-  'echo "# not a comment" # a comment',
-  '* leading star is a shell glob here',
-  'sleep 1 & wait',
-  '! false',
-  'printf "%s%%\\n" 100',
-  `echo 'single' "double" \`backtick\``,
-  'echo "$(hostname) ${HOME}"',
-  "cat <<'EOF' > /etc/heredoc.txt\nline one: with colon\n  indented # hash\nEOF",
-  'sed -i \'s/{{ .PodSubnet }}/192.168.0.0\\/16/\' /etc/cni/calico.yaml',
-  '- leading dash',
-  '{"json": "like"}',
-  '[ -f /etc/flag ] && echo yes',
-];
-
-const TEXTS: Record<string, string> = {
-  'leading-spaces': '   indented first line\n  second\n',
-  'no-trailing-newline': 'no newline at the end',
-  'several-trailing-newlines': 'text\n\n\n\n',
-  crlf: 'windows\r\nline endings\r\n',
-  tabs: '\tkey:\tvalue\n\t\tdeeper\n',
-  cjk: '日本語のテキスト、中文文本，한국어 텍스트\n',
-  emoji: '🚀 deploy 🎉 done ✅\n',
-  yes: 'yes',
-  on: 'on',
-  no: 'no',
-  octal: '0644',
-  tilde: '~',
-  null: 'null',
-  'long-line': `${'x'.repeat(150)} ${'y'.repeat(149)}\n`,
-  'colon-hash': 'a: b # c\n- d\n? e\n',
-  'only-newlines': '\n\n',
-  empty: '',
-  'one-mib': `${'0123456789abcdef'.repeat(64)}\n`.repeat(1024),
-};
-
-const BINARY = Buffer.concat([randomBytes(4096), Buffer.from([0, 0xff, 0xfe, 0x0d, 0x0a])]);
-
-function files() {
-  const list: { path: string; content: string; encoding?: string }[] = Object.entries(TEXTS).map(([name, content]) => ({ path: `/etc/roundtrip/${name}.txt`, content }));
-  list.push({ path: '/etc/roundtrip/binary.bin', content: BINARY.toString('base64'), encoding: 'base64' });
-  list.push({ path: '/etc/roundtrip/gzip.bin', content: gzipSync(BINARY).toString('base64'), encoding: 'gzip+base64' });
-  list.push({ path: '/etc/roundtrip/gzip-text.txt', content: gzipSync(TEXTS['one-mib']!).toString('base64'), encoding: 'gzip+base64' });
-  return list;
-}
-
-function expectedBytes(path: string): Buffer {
-  if (path.endsWith('binary.bin') || path.endsWith('gzip.bin')) return BINARY;
-  if (path.endsWith('gzip-text.txt')) return Buffer.from(TEXTS['one-mib']!);
-  return Buffer.from(TEXTS[path.slice('/etc/roundtrip/'.length, -'.txt'.length)]!, 'utf8');
-}
 
 const request = () =>
   validateNodeBootstrap(worker({ provisioning: { files: files(), preKubeadmCommands: COMMANDS, postKubeadmCommands: [...COMMANDS].reverse(), bootCommands: COMMANDS.slice(0, 3) } }));

@@ -37,10 +37,22 @@ async function takenPort(): Promise<number> {
 
 /** Run the CLI to completion with `env`, from `cwd`. */
 function run(args: string[], env: Record<string, string> = {}, cwd = ROOT) {
-  const started = Date.now();
+  const t0 = Date.now();
   const r = spawnSync(process.execPath, [...CLI, ...args], { encoding: 'utf8', env: { ...ENV, ...env }, cwd, timeout: 90_000 });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr, ms: Date.now() - started };
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr, ms: Date.now() - t0 };
 }
+
+/** Data directories of services the tests started: any still running at the end is stopped. */
+const started: string[] = [];
+after(() => {
+  for (const dir of started) {
+    try {
+      process.kill(Number(readFileSync(join(dir, 'bootwright.pid'), 'utf8')), 'SIGTERM');
+    } catch {
+      // stopped by its test, or never started
+    }
+  }
+});
 
 /** Stop the service whose PID file is in `dataDir`; resolves when the process is gone and the file removed. */
 async function stop(dataDir: string): Promise<void> {
@@ -62,6 +74,7 @@ describe('bootwright serve', () => {
   it('--detach returns once the service listens; --port, --host and --data-dir beat the variables; the PID file names it', async () => {
     const port = await freePort();
     const dataDir = join(base, 'detach');
+    started.push(dataDir);
     const r = run(['serve', '--detach', '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir], {
       BOOTWRIGHT_PORT: String(await takenPort()),
       BOOTWRIGHT_HOST: '0.0.0.0',
@@ -84,6 +97,7 @@ describe('bootwright serve', () => {
   it('--config names the file; a flag beats it, the file beats the defaults', async () => {
     const dataDir = join(base, 'config');
     mkdirSync(dataDir);
+    started.push(dataDir);
     const port = await freePort();
     const file = join(dataDir, 'bootwright.yaml');
     writeFileSync(file, `port: ${await takenPort()}\ndataDir: ${dataDir}\nlogLevel: warn\n`);
@@ -138,11 +152,12 @@ describe("the README's first command", () => {
    */
   function runFirstLine(port: number) {
     const cwd = mkdtempSync(join(base, 'readme-'));
+    started.push(join(cwd, 'data'));
     symlinkSync(join(ROOT, 'examples'), join(cwd, 'examples'));
     const line = first.slice(PREFIX.length).replace('node dist/cli.js', `${process.execPath} ${CLI.join(' ')}`).replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`);
-    const started = Date.now();
+    const t0 = Date.now();
     const r = spawnSync('sh', ['-c', line], { encoding: 'utf8', cwd, env: { ...ENV, BOOTWRIGHT_PORT: String(port) }, timeout: 90_000 });
-    return { code: r.status, stdout: r.stdout, stderr: r.stderr, ms: Date.now() - started, cwd };
+    return { code: r.status, stdout: r.stdout, stderr: r.stderr, ms: Date.now() - t0, cwd };
   }
 
   it('answers with the example worker as Ignition 3.4.0, then stops by its PID file', async () => {
