@@ -12,6 +12,8 @@ export interface Metrics {
   requestDuration: Histogram<'method' | 'route' | 'status_code'>;
   /** `bootwright_renders_total{format, version}`: renders served (cache hits included). */
   renders: Counter<'format' | 'version'>;
+  /** `bootwright_storage_faults_total{code}`: requests answered 503 because the store failed (src/store/faults.ts codes). */
+  storageFaults: Counter<'code'>;
 }
 
 /**
@@ -32,6 +34,12 @@ export function createMetrics(cache: RenderCache): Metrics {
     name: 'bootwright_renders_total',
     help: 'Bootstrap data served, by format and Ignition spec version (empty for cloud-config)',
     labelNames: ['format', 'version'] as const,
+    registers: [registry],
+  });
+  const storageFaults = new Counter({
+    name: 'bootwright_storage_faults_total',
+    help: 'Requests answered 503 because the inventory store failed (disk full, I/O error, database unavailable), by fault code',
+    labelNames: ['code'] as const,
     registers: [registry],
   });
   new Counter({
@@ -60,5 +68,5 @@ export function createMetrics(cache: RenderCache): Metrics {
       this.set(cache.bytes);
     },
   });
-  return { registry, requestDuration, renders };
+  return { registry, requestDuration, renders, storageFaults };
 }

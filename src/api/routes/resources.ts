@@ -39,7 +39,7 @@ const PROBLEMS = {
   415: 'Body media type not JSON or YAML',
   422: 'Invalid document: errors[] names each field (spec.cluster and spec.profile for missing references)',
   429: 'Rate limit exceeded (Retry-After)',
-  503: 'Overloaded (Retry-After)',
+  503: 'Overloaded, or the inventory store cannot be used (disk full, I/O error, database unavailable): retry after Retry-After',
 } as const;
 
 /** The problem responses for `statuses`, as fastify response schemas. */
