@@ -34,8 +34,10 @@ import { urlSigning, type UrlSigning } from './signing.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Scope a caller needs; routes without one are public. */
-    scope?: Scope;
+    /** Scope a caller needs, or every scope of a list; routes without one are public. */
+    scope?: Scope | readonly Scope[];
+    /** Why the route needs more than one scope, for the 403 detail. */
+    scopeReason?: string;
   }
   interface FastifyRequest {
     principal?: Principal;
@@ -244,8 +246,11 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       sendProblem(reply, 'unauthorized', 401, 'a valid bearer token is required (Authorization: Bearer <token>)');
       return;
     }
-    if (!hasScope(principal, scope)) {
-      sendProblem(reply, 'forbidden', 403, `the token lacks the "${scope}" scope`);
+    const needed: readonly Scope[] = typeof scope === 'string' ? [scope] : scope;
+    const missing = needed.filter((s) => !hasScope(principal, s));
+    if (missing.length > 0) {
+      const reason = request.routeOptions.config.scopeReason;
+      sendProblem(reply, 'forbidden', 403, `the token lacks the ${missing.map((s) => `"${s}"`).join(' and ')} scope${missing.length > 1 ? 's' : ''}${reason ? `: ${reason}` : ''}`);
       return;
     }
     request.principal = principal;
