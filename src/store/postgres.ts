@@ -11,7 +11,9 @@
  *   locks them `FOR UPDATE` before looking for machines naming them, so a reference is
  *   never left dangling;
  * - `takeFetch` is one `INSERT … ON CONFLICT DO UPDATE … WHERE count < max RETURNING`;
- * - audit rows and discovered machines are single-statement inserts and upserts.
+ * - audit rows and discovered machines are inserts and upserts, with their bounds
+ *   (retention, caps) applied in the same transaction; new discovered entries are
+ *   written under one advisory lock, so the cap is exact across replicas.
  * Migrations run under a session advisory lock, so replicas starting together migrate once.
  */
 import { fileURLToPath } from 'node:url';
@@ -22,12 +24,16 @@ import { discoveredKey, identityEntries, type SelectorEntry, selectorEntries } f
 import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
 import { CURRENT_JOIN, type CurrentRow, type DiscoveredRow, globEscape, type RevisionRow, sortedLabels, toDiscovered, toResource } from './rows.js';
 import {
+  type AuditBounds,
   type AuditEntry,
   type AuditInput,
+  before,
   checkLimit,
   decodeContinue,
+  type DiscoveredBounds,
   type DiscoveredMachine,
   encodeContinue,
+  isRefusal,
   type ListOptions,
   type ListPage,
   type MachineIdentity,
@@ -352,8 +358,20 @@ export class PostgresStore implements Store {
   }
 
   /** @inheritdoc */
-  async recordAudit(entry: AuditInput): Promise<void> {
-    await this.pool.query('INSERT INTO audit (machine, route, client, status, at) VALUES ($1, $2, $3, $4, $5)', [entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp()]);
+  async recordAudit(entry: AuditInput, bounds: AuditBounds = {}): Promise<void> {
+    const values = [entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp()];
+    const insert = 'INSERT INTO audit (machine, route, client, status, at) VALUES ($1, $2, $3, $4, $5)';
+    if (!isRefusal(entry.status) || (!bounds.retentionSeconds && bounds.maxRefused === undefined)) {
+      await this.pool.query(insert, values);
+      return;
+    }
+    await this.transaction(async (client) => {
+      await client.query(insert, values);
+      if (bounds.retentionSeconds) await client.query('DELETE FROM audit WHERE status >= 400 AND at < $1', [before(this.now(), bounds.retentionSeconds)]);
+      if (bounds.maxRefused !== undefined) {
+        await client.query('DELETE FROM audit WHERE status >= 400 AND id <= (SELECT id FROM audit WHERE status >= 400 ORDER BY id DESC OFFSET $1 LIMIT 1)', [bounds.maxRefused]);
+      }
+    });
   }
 
   /** @inheritdoc */
@@ -385,18 +403,30 @@ export class PostgresStore implements Store {
   }
 
   /** @inheritdoc */
-  async recordDiscovered(identity: MachineIdentity): Promise<DiscoveredMachine> {
+  async recordDiscovered(identity: MachineIdentity, bounds: DiscoveredBounds = {}): Promise<DiscoveredMachine | undefined> {
     const key = discoveredKey(identity);
-    const now = this.timestamp();
-    // Replicas' clocks may differ slightly: last seen never moves backwards.
-    const row = (
-      await this.pool.query<DiscoveredRow>(
-        'INSERT INTO discovered (mac, uuid, serial, hostname, first_seen, last_seen, count) VALUES ($1, $2, $3, $4, $5, $5, 1) ' +
-          'ON CONFLICT (mac, uuid, serial, hostname) DO UPDATE SET last_seen = greatest(discovered.last_seen, excluded.last_seen), count = discovered.count + 1 RETURNING *',
-        [key.mac, key.uuid, key.serial, key.hostname, now],
-      )
-    ).rows[0]!;
-    return toDiscovered(row);
+    const keyValues = [key.mac, key.uuid, key.serial, key.hostname];
+    return this.transaction(async (client) => {
+      const now = this.now();
+      if (bounds.max !== undefined) {
+        // One writer of new entries at a time, in every replica, so the count is exact.
+        await client.query("SELECT pg_advisory_xact_lock(hashtextextended('bootwright/discovered', 0))");
+      }
+      if (bounds.retentionSeconds) await client.query('DELETE FROM discovered WHERE last_seen < $1', [before(now, bounds.retentionSeconds)]);
+      if (bounds.max !== undefined) {
+        const known = (await client.query('SELECT 1 FROM discovered WHERE mac = $1 AND uuid = $2 AND serial = $3 AND hostname = $4', keyValues)).rows.length > 0;
+        if (!known && (await client.query<{ n: number }>('SELECT count(*)::integer AS n FROM discovered')).rows[0]!.n >= bounds.max) return undefined;
+      }
+      // Replicas' clocks may differ slightly: last seen never moves backwards.
+      const row = (
+        await client.query<DiscoveredRow>(
+          'INSERT INTO discovered (mac, uuid, serial, hostname, first_seen, last_seen, count) VALUES ($1, $2, $3, $4, $5, $5, 1) ' +
+            'ON CONFLICT (mac, uuid, serial, hostname) DO UPDATE SET last_seen = greatest(discovered.last_seen, excluded.last_seen), count = discovered.count + 1 RETURNING *',
+          [...keyValues, now.toISOString()],
+        )
+      ).rows[0]!;
+      return toDiscovered(row);
+    });
   }
 
   /** @inheritdoc */
