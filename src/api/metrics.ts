@@ -14,6 +14,11 @@ export interface Metrics {
   renders: Counter<'format' | 'version'>;
   /** `bootwright_storage_faults_total{code}`: requests answered 503 because the store failed (src/store/faults.ts codes). */
   storageFaults: Counter<'code'>;
+  /**
+   * `bootwright_unauthenticated_writes_dropped_total{table, reason}`: store writes that
+   * unauthenticated requests caused and that were not made (src/api/unauthenticated.ts).
+   */
+  droppedWrites: Counter<'table' | 'reason'>;
 }
 
 /**
@@ -42,6 +47,12 @@ export function createMetrics(cache: RenderCache): Metrics {
     labelNames: ['code'] as const,
     registers: [registry],
   });
+  const droppedWrites = new Counter({
+    name: 'bootwright_unauthenticated_writes_dropped_total',
+    help: 'Writes of discovered machines (table "discovered") and refusal audit rows (table "audit") not made, by reason: rate-limited (per client address), sampled (an identical refusal was just recorded), full (the discovered cap), storage-fault',
+    labelNames: ['table', 'reason'] as const,
+    registers: [registry],
+  });
   new Counter({
     name: 'bootwright_render_cache_hits_total',
     help: 'Render cache hits',
@@ -68,5 +79,5 @@ export function createMetrics(cache: RenderCache): Metrics {
       this.set(cache.bytes);
     },
   });
-  return { registry, requestDuration, renders, storageFaults };
+  return { registry, requestDuration, renders, storageFaults, droppedWrites };
 }
