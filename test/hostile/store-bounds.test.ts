@@ -26,7 +26,7 @@ async function service(overrides: Partial<Config>): Promise<{ app: FastifyInstan
   const svc = await testService({ urlSigningKey: KEY.toString('hex'), publicUrl: 'http://boot.example', ...overrides }, { store });
   await store.create('Cluster', { name: 'prod', spec: CLUSTER as never });
   await store.create('Profile', { name: 'ign', spec: PROFILE as never });
-  await store.create('Machine', { name: 'm1', spec: { selectors: { mac: ['52:54:00:00:00:01'], labels: {} }, cluster: 'prod', profile: 'ign', nodeLabels: {}, taints: [] } as never });
+  await store.create('Machine', { name: 'm1', spec: { selectors: { mac: ['52:54:00:00:00:01'], labels: {} }, cluster: 'prod', profile: 'ign', nodeLabels: {}, taints: [] } });
   return {
     app: svc.app,
     store,
