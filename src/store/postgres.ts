@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import Postgrator from 'postgrator';
 import { AlreadyExistsError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
+import { storageFault } from './faults.js';
 import { discoveredKey, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
 import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
 import { CURRENT_JOIN, type CurrentRow, type DiscoveredRow, globEscape, type RevisionRow, sortedLabels, toDiscovered, toResource } from './rows.js';
@@ -152,9 +153,21 @@ export class PostgresStore implements Store {
     return this.now().toISOString();
   }
 
-  /** Run `fn` in one transaction on one pooled connection; roll back when it throws. */
+  /**
+   * Run `fn` in one transaction on one pooled connection; roll back when it throws.
+   *
+   * A checked-out connection has no error listener of the pool's: one that the server
+   * ends meanwhile (a restart, `pg_terminate_backend`) would otherwise emit an unhandled
+   * `error` and end the process. The error is kept instead (the next query fails with
+   * it), and a connection that failed is destroyed rather than returned to the pool.
+   */
   private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    let broken: Error | undefined;
+    const onError = (e: Error): void => {
+      broken = e;
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       try {
@@ -162,11 +175,13 @@ export class PostgresStore implements Store {
         await client.query('COMMIT');
         return result;
       } catch (e) {
+        if (storageFault(e)) broken ??= e as Error;
         await client.query('ROLLBACK').catch(ignore);
         throw e;
       }
     } finally {
-      client.release();
+      client.removeListener('error', onError);
+      client.release(broken);
     }
   }
 
