@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { IGNITION_PATH, signedUrl } from '../../src/boot/sign.js';
-import type { Config } from '../../src/config.js';
+import { type Config, ConfigError, loadConfig } from '../../src/config.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite.js';
 import { example } from '../support/requests.js';
 import { testService } from '../support/server.js';
@@ -149,5 +149,25 @@ describe('configuration', () => {
     assert.equal((await svc.store.listDiscovered({ limit: 1000 })).length, 80);
     assert.equal((await svc.store.audit('m1', { limit: 1000 })).length, 80);
     assert.equal(await counter(svc.app, 'table="audit",reason="sampled"'), 0);
+  });
+});
+
+describe('the bounds’ variables', () => {
+  it('are read from BOOTWRIGHT_*, with their defaults, and a bad value names the variable', () => {
+    const defaults = loadConfig({});
+    assert.deepEqual(
+      [defaults.unauthenticatedWritesPerMinute, defaults.refusedAuditIntervalSeconds, defaults.discoveredMax, defaults.refusedAuditMax, defaults.unauthenticatedRetentionSeconds],
+      [60, 60, 10_000, 10_000, 2_592_000],
+    );
+    const set = loadConfig({
+      BOOTWRIGHT_UNAUTHENTICATED_WRITES_PER_MINUTE: '0',
+      BOOTWRIGHT_REFUSED_AUDIT_INTERVAL_SECONDS: '5',
+      BOOTWRIGHT_DISCOVERED_MAX: '100',
+      BOOTWRIGHT_REFUSED_AUDIT_MAX: '200',
+      BOOTWRIGHT_UNAUTHENTICATED_RETENTION_SECONDS: '3600',
+    });
+    assert.deepEqual([set.unauthenticatedWritesPerMinute, set.refusedAuditIntervalSeconds, set.discoveredMax, set.refusedAuditMax, set.unauthenticatedRetentionSeconds], [0, 5, 100, 200, 3600]);
+    assert.throws(() => loadConfig({ BOOTWRIGHT_DISCOVERED_MAX: '0' }), (e: Error) => e instanceof ConfigError && e.message.startsWith('discoveredMax (BOOTWRIGHT_DISCOVERED_MAX):'));
+    assert.throws(() => loadConfig({ BOOTWRIGHT_UNAUTHENTICATED_WRITES_PER_MINUTE: 'lots' }), (e: Error) => e instanceof ConfigError && e.message.startsWith('unauthenticatedWritesPerMinute (BOOTWRIGHT_UNAUTHENTICATED_WRITES_PER_MINUTE):'));
   });
 });
