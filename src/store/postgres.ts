@@ -376,15 +376,21 @@ export class PostgresStore implements Store {
   async recordAudit(entry: AuditInput, bounds: AuditBounds = {}): Promise<void> {
     const values = [entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp()];
     const insert = 'INSERT INTO audit (machine, route, client, status, at) VALUES ($1, $2, $3, $4, $5)';
-    if (!isRefusal(entry.status) || (!bounds.retentionSeconds && bounds.maxRefused === undefined)) {
+    if (!isRefusal(entry.status)) {
       await this.pool.query(insert, values);
       return;
     }
+    // The refusal counter row is updated (and locked) in every such transaction, so
+    // replicas count and trim one after another.
+    const countBy = async (client: pg.PoolClient, delta: number) =>
+      (await client.query<{ count: number }>('UPDATE audit_refusals SET count = count + $1 WHERE id = 1 RETURNING count::integer AS count', [delta])).rows[0]!.count;
     await this.transaction(async (client) => {
       await client.query(insert, values);
-      if (bounds.retentionSeconds) await client.query('DELETE FROM audit WHERE status >= 400 AND at < $1', [before(this.now(), bounds.retentionSeconds)]);
-      if (bounds.maxRefused !== undefined) {
-        await client.query('DELETE FROM audit WHERE status >= 400 AND id <= (SELECT id FROM audit WHERE status >= 400 ORDER BY id DESC OFFSET $1 LIMIT 1)', [bounds.maxRefused]);
+      const expired = bounds.retentionSeconds ? ((await client.query('DELETE FROM audit WHERE status >= 400 AND at < $1', [before(this.now(), bounds.retentionSeconds)])).rowCount ?? 0) : 0;
+      const count = await countBy(client, 1 - expired);
+      if (bounds.maxRefused !== undefined && count > bounds.maxRefused) {
+        const trimmed = (await client.query('DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE status >= 400 ORDER BY id LIMIT $1)', [count - bounds.maxRefused])).rowCount ?? 0;
+        await countBy(client, -trimmed);
       }
     });
   }

@@ -146,7 +146,8 @@ export class SqliteStore implements Store {
       discoveredCount: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM discovered'),
       expireDiscovered: db.prepare<[string]>('DELETE FROM discovered WHERE last_seen < ?'),
       expireRefusals: db.prepare<[string]>('DELETE FROM audit WHERE status >= 400 AND at < ?'),
-      trimRefusals: db.prepare<[number]>('DELETE FROM audit WHERE status >= 400 AND id <= (SELECT id FROM audit WHERE status >= 400 ORDER BY id DESC LIMIT 1 OFFSET ?)'),
+      countRefusals: db.prepare<[number], { count: number }>('UPDATE audit_refusals SET count = count + ? WHERE id = 1 RETURNING count'),
+      trimRefusals: db.prepare<[number]>('DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE status >= 400 ORDER BY id LIMIT ?)'),
       listDiscovered: db.prepare<[number], DiscoveredRow>('SELECT * FROM discovered ORDER BY last_seen DESC, mac, uuid, serial, hostname LIMIT ?'),
       ping: db.prepare('SELECT 1'),
     };
@@ -326,8 +327,9 @@ export class SqliteStore implements Store {
         .transaction(() => {
           s.insertAudit.run(entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp());
           if (!isRefusal(entry.status)) return;
-          if (bounds.retentionSeconds) s.expireRefusals.run(before(this.now(), bounds.retentionSeconds));
-          if (bounds.maxRefused !== undefined) s.trimRefusals.run(bounds.maxRefused);
+          const expired = bounds.retentionSeconds ? s.expireRefusals.run(before(this.now(), bounds.retentionSeconds)).changes : 0;
+          const count = s.countRefusals.get(1 - expired)!.count;
+          if (bounds.maxRefused !== undefined && count > bounds.maxRefused) s.countRefusals.get(-s.trimRefusals.run(count - bounds.maxRefused).changes);
         })
         .immediate();
     });

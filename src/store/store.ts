@@ -178,7 +178,8 @@ export interface Store {
   /**
    * Append an audit row. For a refusal ({@link isRefusal}), in the same transaction,
    * prune refusal rows past `bounds` (older than the retention, then the oldest beyond
-   * `maxRefused`); rows of answers that served are never deleted.
+   * `maxRefused`, by a kept count: no scan of the rows); rows of answers that served
+   * are never deleted.
    */
   recordAudit(entry: AuditInput, bounds?: AuditBounds): Promise<void>;
 

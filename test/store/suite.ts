@@ -316,6 +316,12 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
         await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 403, at: '2001-01-01T00:00:01.000Z' });
         await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 404 }, { retentionSeconds: 86400 });
         assert.deepEqual((await store.audit('node-1')).map((r) => r.status), [404, 200]);
+        // Expired rows leave the count too: two caps' worth of old rows, then two new ones, all kept.
+        for (let i = 0; i < 4; i++) await store.recordAudit({ machine: 'node-2', route: '/ignition', client: '10.0.0.1', status: 403, at: `2001-01-02T00:00:0${i}.000Z` });
+        for (let i = 0; i < 2; i++) await store.recordAudit({ machine: 'node-3', route: '/ignition', client: '10.0.0.1', status: 403 }, { retentionSeconds: 86400, maxRefused: 3 });
+        assert.deepEqual(await store.audit('node-2'), []);
+        assert.deepEqual((await store.audit('node-1')).map((r) => r.status), [404, 200]);
+        assert.equal((await store.audit('node-3')).length, 2);
       }));
     });
 
