@@ -143,7 +143,7 @@ export function storageUnavailable(ctx: { config: Config; metrics: Metrics }, re
   request.log.warn({ fault: code }, 'the store failed: answering 503');
   for (const name of ['etag', 'vary', 'content-encoding', 'content-length', 'last-modified']) reply.removeHeader(name);
   void reply.code(503).type(PROBLEM_MEDIA_TYPE).header('cache-control', 'no-store').header('retry-after', String(ctx.config.retryAfterSeconds));
-  return JSON.stringify(problem('unavailable', 503, `the inventory store cannot be used right now (${code}); nothing was changed or served: retry after the time in Retry-After`));
+  return JSON.stringify(problem('unavailable', 503, `the inventory store cannot be used right now (${code}); retry after the time in Retry-After`));
 }
 
 /**
