@@ -82,6 +82,24 @@ export const configSchema = z.strictObject({
    * discovery or installer image. Default: none (unknown machines get a retry script).
    */
   defaultMachine: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a machine id (DNS-1123 label)').optional(),
+  /**
+   * Store writes that unauthenticated firmware requests may cause per client address
+   * per minute: sightings of unknown machines (`/v1/discovered`) and audit rows of
+   * refusals. Beyond it they are not written (the answer is the same) and are counted.
+   * 0 turns the limit off.
+   */
+  unauthenticatedWritesPerMinute: z.coerce.number().int().min(0).default(60),
+  /**
+   * Identical refusals (same machine, route, client address and status) write one audit
+   * row per this many seconds; the rest are counted as sampled. 0 writes every one.
+   */
+  refusedAuditIntervalSeconds: z.coerce.number().int().min(0).default(60),
+  /** Most discovered machines kept; sightings of new identities beyond it are counted, not written. */
+  discoveredMax: z.coerce.number().int().min(1).default(10_000),
+  /** Most audit rows of refusals kept; the oldest beyond it are deleted (rows of served fetches never are). */
+  refusedAuditMax: z.coerce.number().int().min(1).default(10_000),
+  /** Discovered machines not seen, and refusal audit rows older, than this many seconds are deleted. 0 keeps them. */
+  unauthenticatedRetentionSeconds: z.coerce.number().int().min(0).default(30 * 24 * 3600),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -105,6 +123,11 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_SIGNED_URL_SECONDS: 'signedUrlSeconds',
   BOOTWRIGHT_DEFAULT_MACHINE: 'defaultMachine',
   BOOTWRIGHT_DATABASE_URL: 'databaseUrl',
+  BOOTWRIGHT_UNAUTHENTICATED_WRITES_PER_MINUTE: 'unauthenticatedWritesPerMinute',
+  BOOTWRIGHT_REFUSED_AUDIT_INTERVAL_SECONDS: 'refusedAuditIntervalSeconds',
+  BOOTWRIGHT_DISCOVERED_MAX: 'discoveredMax',
+  BOOTWRIGHT_REFUSED_AUDIT_MAX: 'refusedAuditMax',
+  BOOTWRIGHT_UNAUTHENTICATED_RETENTION_SECONDS: 'unauthenticatedRetentionSeconds',
 };
 
 /** A configuration problem, naming the variable or key. */

@@ -12,6 +12,13 @@ export interface Metrics {
   requestDuration: Histogram<'method' | 'route' | 'status_code'>;
   /** `bootwright_renders_total{format, version}`: renders served (cache hits included). */
   renders: Counter<'format' | 'version'>;
+  /** `bootwright_storage_faults_total{code}`: requests answered 503 because the store failed (src/store/faults.ts codes). */
+  storageFaults: Counter<'code'>;
+  /**
+   * `bootwright_unauthenticated_writes_dropped_total{table, reason}`: store writes that
+   * unauthenticated requests caused and that were not made (src/api/unauthenticated.ts).
+   */
+  droppedWrites: Counter<'table' | 'reason'>;
 }
 
 /**
@@ -32,6 +39,18 @@ export function createMetrics(cache: RenderCache): Metrics {
     name: 'bootwright_renders_total',
     help: 'Bootstrap data served, by format and Ignition spec version (empty for cloud-config)',
     labelNames: ['format', 'version'] as const,
+    registers: [registry],
+  });
+  const storageFaults = new Counter({
+    name: 'bootwright_storage_faults_total',
+    help: 'Requests answered 503 because the inventory store failed (disk full, I/O error, database unavailable), by fault code',
+    labelNames: ['code'] as const,
+    registers: [registry],
+  });
+  const droppedWrites = new Counter({
+    name: 'bootwright_unauthenticated_writes_dropped_total',
+    help: 'Writes of discovered machines (table "discovered") and refusal audit rows (table "audit") not made, by reason: rate-limited (per client address), sampled (an identical refusal was just recorded), full (the discovered cap), storage-fault',
+    labelNames: ['table', 'reason'] as const,
     registers: [registry],
   });
   new Counter({
@@ -60,5 +79,5 @@ export function createMetrics(cache: RenderCache): Metrics {
       this.set(cache.bytes);
     },
   });
-  return { registry, requestDuration, renders };
+  return { registry, requestDuration, renders, storageFaults, droppedWrites };
 }

@@ -15,6 +15,7 @@ import type { Config, Scope } from '../config.js';
 import { RequestError } from '../errors.js';
 import { AssemblyError } from '../store/assemble.js';
 import { AlreadyExistsError, InvalidArgumentError, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from '../store/errors.js';
+import { storageFault } from '../store/faults.js';
 import { openSqliteStore } from '../store/sqlite.js';
 import type { Store } from '../store/store.js';
 import { hasScope, type Principal, TokenTable } from './auth.js';
@@ -34,8 +35,10 @@ import { PACKAGE_VERSION } from '../version.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Scope a caller needs; routes without one are public. */
-    scope?: Scope;
+    /** Scope a caller needs, or every scope of a list; routes without one are public. */
+    scope?: Scope | readonly Scope[];
+    /** Why the route needs more than one scope, for the 403 detail. */
+    scopeReason?: string;
   }
   interface FastifyRequest {
     principal?: Principal;
@@ -129,11 +132,30 @@ const FASTIFY_ERRORS: Record<string, [ProblemKind, number, string]> = {
 };
 
 /**
+ * Answer `503` because the store failed (a storage fault, src/store/faults.ts): a
+ * problem with `Retry-After`, replacing whatever the reply was about to carry (its
+ * entity headers described another body). Counted in `bootwright_storage_faults_total`.
+ *
+ * @returns the problem document, serialized, for an `onSend` hook to return as the
+ *   payload (a route handler may send it too).
+ */
+export function storageUnavailable(ctx: { config: Config; metrics: Metrics }, request: FastifyRequest, reply: FastifyReply, code: string): string {
+  ctx.metrics.storageFaults.inc({ code });
+  request.log.warn({ fault: code }, 'the store failed: answering 503');
+  for (const name of ['etag', 'vary', 'content-encoding', 'content-length', 'last-modified']) reply.removeHeader(name);
+  void reply.code(503).type(PROBLEM_MEDIA_TYPE).header('cache-control', 'no-store').header('retry-after', String(ctx.config.retryAfterSeconds));
+  return JSON.stringify(problem('unavailable', 503, `the inventory store cannot be used right now (${code}); retry after the time in Retry-After`));
+}
+
+/**
  * Map an error to a problem (the one place errors become statuses): request and store
  * errors are the caller's (4xx, naming the field or resource, never a secret value);
+ * storage faults (full disk, I/O error, database down) are 503 with `Retry-After`;
  * anything else is logged with the request id and answered 500 without details.
  */
-function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+function handleError(this: { config: Config; metrics: Metrics }, error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const fault = storageFault(error);
+  if (fault) return reply.send(storageUnavailable(this, request, reply, fault));
   if (error instanceof AssemblyError) return sendProblem(reply, 'invalid-request', 422, error.detail, error.problems);
   if (error instanceof NotFoundError) return sendProblem(reply, 'not-found', 404, error.message);
   if (error instanceof AlreadyExistsError) return sendProblem(reply, 'conflict', 409, `${error.message}; replace it with PUT`);
@@ -201,7 +223,6 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   app.setValidatorCompiler(validatorCompiler);
   registerBodyParsers(app, 'document');
   app.setSerializerCompiler(serializerCompiler);
-  app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) => sendProblem(reply, 'not-found', 404, `no route for ${request.method} ${request.url.split('?')[0]!}`));
 
   const store = options.store ?? (await openSqliteStore(':memory:'));
@@ -210,6 +231,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const metrics = createMetrics(cache);
   const tokens = new TokenTable(config.tokens);
   const context: ServiceContext = { config, cache, metrics, store, signing: urlSigning(config) };
+  app.setErrorHandler(handleError.bind({ config, metrics }));
 
   // Callback-style hooks (no promise per request): this is the hot path of every route.
   app.addHook('onRequest', (request, reply, done) => {
@@ -225,8 +247,11 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       sendProblem(reply, 'unauthorized', 401, 'a valid bearer token is required (Authorization: Bearer <token>)');
       return;
     }
-    if (!hasScope(principal, scope)) {
-      sendProblem(reply, 'forbidden', 403, `the token lacks the "${scope}" scope`);
+    const needed: readonly Scope[] = typeof scope === 'string' ? [scope] : scope;
+    const missing = needed.filter((s) => !hasScope(principal, s));
+    if (missing.length > 0) {
+      const reason = request.routeOptions.config.scopeReason;
+      sendProblem(reply, 'forbidden', 403, `the token lacks the ${missing.map((s) => `"${s}"`).join(' and ')} scope${missing.length > 1 ? 's' : ''}${reason ? `: ${reason}` : ''}`);
       return;
     }
     request.principal = principal;

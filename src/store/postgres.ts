@@ -11,23 +11,30 @@
  *   locks them `FOR UPDATE` before looking for machines naming them, so a reference is
  *   never left dangling;
  * - `takeFetch` is one `INSERT … ON CONFLICT DO UPDATE … WHERE count < max RETURNING`;
- * - audit rows and discovered machines are single-statement inserts and upserts.
+ * - audit rows and discovered machines are inserts and upserts, with their bounds
+ *   (retention, caps) applied in the same transaction; new discovered entries are
+ *   written under one advisory lock, so the cap is exact across replicas.
  * Migrations run under a session advisory lock, so replicas starting together migrate once.
  */
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import Postgrator from 'postgrator';
 import { AlreadyExistsError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
+import { storageFault } from './faults.js';
 import { discoveredKey, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
 import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
 import { CURRENT_JOIN, type CurrentRow, type DiscoveredRow, globEscape, type RevisionRow, sortedLabels, toDiscovered, toResource } from './rows.js';
 import {
+  type AuditBounds,
   type AuditEntry,
   type AuditInput,
+  before,
   checkLimit,
   decodeContinue,
+  type DiscoveredBounds,
   type DiscoveredMachine,
   encodeContinue,
+  isRefusal,
   type ListOptions,
   type ListPage,
   type MachineIdentity,
@@ -146,9 +153,21 @@ export class PostgresStore implements Store {
     return this.now().toISOString();
   }
 
-  /** Run `fn` in one transaction on one pooled connection; roll back when it throws. */
+  /**
+   * Run `fn` in one transaction on one pooled connection; roll back when it throws.
+   *
+   * A checked-out connection has no error listener of the pool's: one that the server
+   * ends meanwhile (a restart, `pg_terminate_backend`) would otherwise emit an unhandled
+   * `error` and end the process. The error is kept instead (the next query fails with
+   * it), and a connection that failed is destroyed rather than returned to the pool.
+   */
   private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    let broken: Error | undefined;
+    const onError = (e: Error): void => {
+      broken = e;
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       try {
@@ -156,11 +175,13 @@ export class PostgresStore implements Store {
         await client.query('COMMIT');
         return result;
       } catch (e) {
+        if (storageFault(e)) broken ??= e as Error;
         await client.query('ROLLBACK').catch(ignore);
         throw e;
       }
     } finally {
-      client.release();
+      client.removeListener('error', onError);
+      client.release(broken);
     }
   }
 
@@ -352,8 +373,26 @@ export class PostgresStore implements Store {
   }
 
   /** @inheritdoc */
-  async recordAudit(entry: AuditInput): Promise<void> {
-    await this.pool.query('INSERT INTO audit (machine, route, client, status, at) VALUES ($1, $2, $3, $4, $5)', [entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp()]);
+  async recordAudit(entry: AuditInput, bounds: AuditBounds = {}): Promise<void> {
+    const values = [entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp()];
+    const insert = 'INSERT INTO audit (machine, route, client, status, at) VALUES ($1, $2, $3, $4, $5)';
+    if (!isRefusal(entry.status)) {
+      await this.pool.query(insert, values);
+      return;
+    }
+    // The refusal counter row is updated (and locked) in every such transaction, so
+    // replicas count and trim one after another.
+    const countBy = async (client: pg.PoolClient, delta: number) =>
+      (await client.query<{ count: number }>('UPDATE audit_refusals SET count = count + $1 WHERE id = 1 RETURNING count::integer AS count', [delta])).rows[0]!.count;
+    await this.transaction(async (client) => {
+      await client.query(insert, values);
+      const expired = bounds.retentionSeconds ? ((await client.query('DELETE FROM audit WHERE status >= 400 AND at < $1', [before(this.now(), bounds.retentionSeconds)])).rowCount ?? 0) : 0;
+      const count = await countBy(client, 1 - expired);
+      if (bounds.maxRefused !== undefined && count > bounds.maxRefused) {
+        const trimmed = (await client.query('DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE status >= 400 ORDER BY id LIMIT $1)', [count - bounds.maxRefused])).rowCount ?? 0;
+        await countBy(client, -trimmed);
+      }
+    });
   }
 
   /** @inheritdoc */
@@ -385,18 +424,30 @@ export class PostgresStore implements Store {
   }
 
   /** @inheritdoc */
-  async recordDiscovered(identity: MachineIdentity): Promise<DiscoveredMachine> {
+  async recordDiscovered(identity: MachineIdentity, bounds: DiscoveredBounds = {}): Promise<DiscoveredMachine | undefined> {
     const key = discoveredKey(identity);
-    const now = this.timestamp();
-    // Replicas' clocks may differ slightly: last seen never moves backwards.
-    const row = (
-      await this.pool.query<DiscoveredRow>(
-        'INSERT INTO discovered (mac, uuid, serial, hostname, first_seen, last_seen, count) VALUES ($1, $2, $3, $4, $5, $5, 1) ' +
-          'ON CONFLICT (mac, uuid, serial, hostname) DO UPDATE SET last_seen = greatest(discovered.last_seen, excluded.last_seen), count = discovered.count + 1 RETURNING *',
-        [key.mac, key.uuid, key.serial, key.hostname, now],
-      )
-    ).rows[0]!;
-    return toDiscovered(row);
+    const keyValues = [key.mac, key.uuid, key.serial, key.hostname];
+    return this.transaction(async (client) => {
+      const now = this.now();
+      if (bounds.max !== undefined) {
+        // One writer of new entries at a time, in every replica, so the count is exact.
+        await client.query("SELECT pg_advisory_xact_lock(hashtextextended('bootwright/discovered', 0))");
+      }
+      if (bounds.retentionSeconds) await client.query('DELETE FROM discovered WHERE last_seen < $1', [before(now, bounds.retentionSeconds)]);
+      if (bounds.max !== undefined) {
+        const known = (await client.query('SELECT 1 FROM discovered WHERE mac = $1 AND uuid = $2 AND serial = $3 AND hostname = $4', keyValues)).rows.length > 0;
+        if (!known && (await client.query<{ n: number }>('SELECT count(*)::integer AS n FROM discovered')).rows[0]!.n >= bounds.max) return undefined;
+      }
+      // Replicas' clocks may differ slightly: last seen never moves backwards.
+      const row = (
+        await client.query<DiscoveredRow>(
+          'INSERT INTO discovered (mac, uuid, serial, hostname, first_seen, last_seen, count) VALUES ($1, $2, $3, $4, $5, $5, 1) ' +
+            'ON CONFLICT (mac, uuid, serial, hostname) DO UPDATE SET last_seen = greatest(discovered.last_seen, excluded.last_seen), count = discovered.count + 1 RETURNING *',
+          [...keyValues, now.toISOString()],
+        )
+      ).rows[0]!;
+      return toDiscovered(row);
+    });
   }
 
   /** @inheritdoc */

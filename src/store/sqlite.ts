@@ -17,12 +17,16 @@ import { discoveredKey, identityEntries, type SelectorEntry, selectorEntries } f
 import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
 import { CURRENT_JOIN, type CurrentRow, type DiscoveredRow, globEscape, type RevisionRow, sortedLabels, toDiscovered, toResource } from './rows.js';
 import {
+  type AuditBounds,
   type AuditEntry,
   type AuditInput,
+  before,
   checkLimit,
   decodeContinue,
+  type DiscoveredBounds,
   type DiscoveredMachine,
   encodeContinue,
+  isRefusal,
   type ListOptions,
   type ListPage,
   type MachineIdentity,
@@ -138,6 +142,12 @@ export class SqliteStore implements Store {
         'INSERT INTO discovered (mac, uuid, serial, hostname, first_seen, last_seen, count) VALUES (?, ?, ?, ?, ?, ?, 1) ' +
           'ON CONFLICT (mac, uuid, serial, hostname) DO UPDATE SET last_seen = excluded.last_seen, count = count + 1 RETURNING *',
       ),
+      discoveredExists: db.prepare<[string, string, string, string], { one: number }>('SELECT 1 AS one FROM discovered WHERE mac = ? AND uuid = ? AND serial = ? AND hostname = ?'),
+      discoveredCount: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM discovered'),
+      expireDiscovered: db.prepare<[string]>('DELETE FROM discovered WHERE last_seen < ?'),
+      expireRefusals: db.prepare<[string]>('DELETE FROM audit WHERE status >= 400 AND at < ?'),
+      countRefusals: db.prepare<[number], { count: number }>('UPDATE audit_refusals SET count = count + ? WHERE id = 1 RETURNING count'),
+      trimRefusals: db.prepare<[number]>('DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE status >= 400 ORDER BY id LIMIT ?)'),
       listDiscovered: db.prepare<[number], DiscoveredRow>('SELECT * FROM discovered ORDER BY last_seen DESC, mac, uuid, serial, hostname LIMIT ?'),
       ping: db.prepare('SELECT 1'),
     };
@@ -310,9 +320,18 @@ export class SqliteStore implements Store {
   }
 
   /** @inheritdoc */
-  recordAudit(entry: AuditInput): Promise<void> {
+  recordAudit(entry: AuditInput, bounds: AuditBounds = {}): Promise<void> {
+    const s = this.statements;
     return settle(() => {
-      this.statements.insertAudit.run(entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp());
+      this.db
+        .transaction(() => {
+          s.insertAudit.run(entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp());
+          if (!isRefusal(entry.status)) return;
+          const expired = bounds.retentionSeconds ? s.expireRefusals.run(before(this.now(), bounds.retentionSeconds)).changes : 0;
+          const count = s.countRefusals.get(1 - expired)!.count;
+          if (bounds.maxRefused !== undefined && count > bounds.maxRefused) s.countRefusals.get(-s.trimRefusals.run(count - bounds.maxRefused).changes);
+        })
+        .immediate();
     });
   }
 
@@ -339,11 +358,19 @@ export class SqliteStore implements Store {
   }
 
   /** @inheritdoc */
-  recordDiscovered(identity: MachineIdentity): Promise<DiscoveredMachine> {
+  recordDiscovered(identity: MachineIdentity, bounds: DiscoveredBounds = {}): Promise<DiscoveredMachine | undefined> {
+    const s = this.statements;
     return settle(() => {
       const key = discoveredKey(identity);
-      const now = this.timestamp();
-      return toDiscovered(this.statements.upsertDiscovered.get(key.mac, key.uuid, key.serial, key.hostname, now, now)!);
+      return this.db
+        .transaction(() => {
+          const now = this.now();
+          if (bounds.retentionSeconds) s.expireDiscovered.run(before(now, bounds.retentionSeconds));
+          if (bounds.max !== undefined && !s.discoveredExists.get(key.mac, key.uuid, key.serial, key.hostname) && s.discoveredCount.get()!.n >= bounds.max) return undefined;
+          const at = now.toISOString();
+          return toDiscovered(s.upsertDiscovered.get(key.mac, key.uuid, key.serial, key.hostname, at, at)!);
+        })
+        .immediate();
     });
   }
 

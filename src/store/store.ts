@@ -65,6 +65,29 @@ export interface AuditInput {
   at?: string;
 }
 
+/** Whether an audit row records a refusal (any 4xx or 5xx answer), which {@link AuditBounds} may prune. */
+export const isRefusal = (status: number): boolean => status >= 400;
+
+/**
+ * Bounds on the audit rows of refusals, which unauthenticated requests (forged or
+ * expired signatures, any machine name) can write. Rows of answers that served (status
+ * below 400) are never pruned: an acknowledged fetch keeps its row.
+ */
+export interface AuditBounds {
+  /** Keep at most this many refusal rows: after writing one, the oldest beyond it are deleted. */
+  maxRefused?: number;
+  /** Delete refusal rows older than this many seconds (0 or absent: keep them). */
+  retentionSeconds?: number;
+}
+
+/** Bounds on the discovered machines, which any unauthenticated `/ipxe` request can add. */
+export interface DiscoveredBounds {
+  /** At most this many entries: a new identity beyond it is not recorded (a known one still is). */
+  max?: number;
+  /** Delete entries last seen more than this many seconds ago (0 or absent: keep them). */
+  retentionSeconds?: number;
+}
+
 /** An audit row as read back. */
 export interface AuditEntry extends Required<AuditInput> {
   /** Increasing with each row written: the order of writing. */
@@ -152,8 +175,13 @@ export interface Store {
    */
   findMachinesBy(identity: MachineIdentity & { labels?: Record<string, string> }): Promise<StoredResource<MachineSpec>[]>;
 
-  /** Append an audit row. */
-  recordAudit(entry: AuditInput): Promise<void>;
+  /**
+   * Append an audit row. For a refusal ({@link isRefusal}), in the same transaction,
+   * prune refusal rows past `bounds` (older than the retention, then the oldest beyond
+   * `maxRefused`, by a kept count: no scan of the rows); rows of answers that served
+   * are never deleted.
+   */
+  recordAudit(entry: AuditInput, bounds?: AuditBounds): Promise<void>;
 
   /**
    * A machine's audit rows, newest first.
@@ -179,12 +207,15 @@ export interface Store {
   /**
    * Record a sighting of an unknown machine: insert it with first and last seen now,
    * or, when the same identity (all four fields, normalised) was seen before, update
-   * last seen and the count.
+   * last seen and the count. One transaction that first deletes entries past the
+   * retention of `bounds`; a new identity when `bounds.max` entries exist already is not
+   * recorded (exactly, across replicas sharing a database).
    *
+   * @returns the entry as recorded, or undefined when it was not (the table is full).
    * @throws InvalidArgumentError naming `mac` or `uuid` for an unparseable value, or
    *   `identity` when every field is empty.
    */
-  recordDiscovered(identity: MachineIdentity): Promise<DiscoveredMachine>;
+  recordDiscovered(identity: MachineIdentity, bounds?: DiscoveredBounds): Promise<DiscoveredMachine | undefined>;
 
   /** Discovered machines, most recently seen first. @param options.limit default 100, at most 1000. */
   listDiscovered(options?: { limit?: number }): Promise<DiscoveredMachine[]>;
@@ -194,6 +225,11 @@ export interface Store {
 
   /** Release the store (idempotent). */
   close(): Promise<void>;
+}
+
+/** The ISO 8601 instant `seconds` before `now`, for retention cut-offs. */
+export function before(now: Date, seconds: number): string {
+  return new Date(now.getTime() - seconds * 1000).toISOString();
 }
 
 /**

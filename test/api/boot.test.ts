@@ -78,7 +78,8 @@ const auditRows = async (name: string) => {
 
 before(async () => {
   store = await openSqliteStore(join(dir, SQLITE_FILE));
-  svc = await testService({ dataDir: dir }, { store });
+  // Every refusal audited: identical refusals are not sampled here (test/hostile/store-bounds.test.ts tests sampling).
+  svc = await testService({ dataDir: dir, refusedAuditIntervalSeconds: 0 }, { store });
   await create('Cluster', 'clusters', 'prod', { ...CLUSTER, name: 'prod' });
   const profile = { role: 'worker', kubernetesVersion: 'v1.33.2' };
   await create('Profile', 'profiles', 'ign', { ...profile, output: { format: 'ignition' }, boot: BOOT });

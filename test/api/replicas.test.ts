@@ -43,6 +43,9 @@ if (url !== undefined) {
       BOOTWRIGHT_URL_SIGNING_KEY: randomBytes(32).toString('hex'),
       BOOTWRIGHT_RATE_LIMIT_MAX: '0',
       BOOTWRIGHT_MAX_EVENT_LOOP_DELAY_MS: '0',
+      // Every refusal audited (not sampled, not limited per address): the test counts them.
+      BOOTWRIGHT_REFUSED_AUDIT_INTERVAL_SECONDS: '0',
+      BOOTWRIGHT_UNAUTHENTICATED_WRITES_PER_MINUTE: '0',
     };
     for (let i = 0; i < 2; i++) {
       const dir = mkdtempSync(join(tmpdir(), 'bootwright-replica-'));

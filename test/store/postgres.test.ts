@@ -49,8 +49,8 @@ if (url !== undefined) {
       const client = new pg.Client({ connectionString: dbUrl });
       await client.connect();
       try {
-        const rows = (await client.query(`SELECT version::integer AS version, name FROM ${schema}.schema_version WHERE version > 0`)).rows;
-        assert.deepEqual(rows, [{ version: 1, name: 'inventory' }]);
+        const rows = (await client.query(`SELECT version::integer AS version, name FROM ${schema}.schema_version WHERE version > 0 ORDER BY version`)).rows;
+        assert.deepEqual(rows, [{ version: 1, name: 'inventory' }, { version: 2, name: 'bounded-unauthenticated' }]);
       } finally {
         await client.end();
       }

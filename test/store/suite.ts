@@ -298,6 +298,31 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
         assert.deepEqual(await store.audit('node-3'), []);
         await assert.rejects(store.audit('node-1', { limit: 0 }), InvalidArgumentError);
       }));
+
+      it('keeps at most maxRefused refusal rows, oldest deleted first, and never deletes a served fetch\'s row', using(makeStore, async (store) => {
+        await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 200 });
+        for (let i = 0; i < 6; i++) await store.recordAudit({ machine: `m${i}`, route: '/ignition', client: '10.0.0.9', status: 403 }, { maxRefused: 3 });
+        await store.recordAudit({ machine: 'node-1', route: '/ipxe', client: '10.0.0.1', status: 304 }, { maxRefused: 3 });
+        for (let i = 0; i < 6; i++) assert.equal((await store.audit(`m${i}`)).length, i < 3 ? 0 : 1, `m${i}`);
+        assert.deepEqual((await store.audit('node-1')).map((r) => r.status), [304, 200]);
+        // Refusals of a real machine are pruned like any other; its served rows stay.
+        await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 403 }, { maxRefused: 1 });
+        assert.deepEqual((await store.audit('node-1')).map((r) => r.status), [403, 304, 200]);
+        assert.equal((await store.audit('m5')).length, 0);
+      }));
+
+      it('deletes refusal rows older than the retention, never a served fetch\'s row', using(makeStore, async (store) => {
+        await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 200, at: '2001-01-01T00:00:00.000Z' });
+        await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 403, at: '2001-01-01T00:00:01.000Z' });
+        await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 404 }, { retentionSeconds: 86400 });
+        assert.deepEqual((await store.audit('node-1')).map((r) => r.status), [404, 200]);
+        // Expired rows leave the count too: two caps' worth of old rows, then two new ones, all kept.
+        for (let i = 0; i < 4; i++) await store.recordAudit({ machine: 'node-2', route: '/ignition', client: '10.0.0.1', status: 403, at: `2001-01-02T00:00:0${i}.000Z` });
+        for (let i = 0; i < 2; i++) await store.recordAudit({ machine: 'node-3', route: '/ignition', client: '10.0.0.1', status: 403 }, { retentionSeconds: 86400, maxRefused: 3 });
+        assert.deepEqual(await store.audit('node-2'), []);
+        assert.deepEqual((await store.audit('node-1')).map((r) => r.status), [404, 200]);
+        assert.equal((await store.audit('node-3')).length, 2);
+      }));
     });
 
     describe('fetch counting', () => {
@@ -327,22 +352,40 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
 
     describe('discovered machines', () => {
       it('upserts on the normalised identity, keeping first seen and moving last seen', using(makeStore, async (store) => {
-        const first = await store.recordDiscovered({ mac: 'AA-BB-CC-DD-EE-01', uuid: '4C4C4544-0042-3510-8052-B4C04F4E3232', serial: 'SN 42/A&B' });
+        const first = (await store.recordDiscovered({ mac: 'AA-BB-CC-DD-EE-01', uuid: '4C4C4544-0042-3510-8052-B4C04F4E3232', serial: 'SN 42/A&B' }))!;
         assert.deepEqual({ ...first, firstSeen: '', lastSeen: '' }, { mac: 'aa:bb:cc:dd:ee:01', uuid: '4c4c4544-0042-3510-8052-b4c04f4e3232', serial: 'SN 42/A&B', firstSeen: '', lastSeen: '', count: 1 });
         assert.equal(first.firstSeen, first.lastSeen);
         await sleep(5);
-        const again = await store.recordDiscovered({ mac: 'aabb.ccdd.ee01', uuid: '4c4c45440042351080 52b4c04f4e3232'.replace(' ', ''), serial: 'SN 42/A&B' });
+        const again = (await store.recordDiscovered({ mac: 'aabb.ccdd.ee01', uuid: '4c4c45440042351080 52b4c04f4e3232'.replace(' ', ''), serial: 'SN 42/A&B' }))!;
         assert.equal(again.count, 2);
         assert.equal(again.firstSeen, first.firstSeen);
         assert.ok(again.lastSeen > first.lastSeen);
         await sleep(5);
-        const other = await store.recordDiscovered({ mac: 'aa:bb:cc:dd:ee:02', hostname: 'Rack1-Node7' });
+        const other = (await store.recordDiscovered({ mac: 'aa:bb:cc:dd:ee:02', hostname: 'Rack1-Node7' }))!;
         assert.equal(other.hostname, 'rack1-node7');
         const all = await store.listDiscovered();
         assert.deepEqual(all.map((d) => [d.mac, d.count]), [['aa:bb:cc:dd:ee:02', 1], ['aa:bb:cc:dd:ee:01', 2]]);
         assert.deepEqual((await store.listDiscovered({ limit: 1 })).map((d) => d.mac), ['aa:bb:cc:dd:ee:02']);
         assert.equal(all[0]!.uuid, undefined);
         assert.equal(all[0]!.serial, undefined);
+      }));
+
+      it('keeps at most max entries: a new identity beyond it is not recorded, a known one still is', using(makeStore, async (store) => {
+        const mac = (i: number) => `52:54:00:00:00:${String(i).padStart(2, '0')}`;
+        for (let i = 0; i < 3; i++) assert.equal((await store.recordDiscovered({ mac: mac(i) }, { max: 3 }))?.mac, mac(i));
+        assert.equal(await store.recordDiscovered({ mac: mac(3) }, { max: 3 }), undefined);
+        assert.equal((await store.recordDiscovered({ mac: mac(1) }, { max: 3 }))?.count, 2);
+        assert.deepEqual((await store.listDiscovered()).map((d) => d.mac).sort(), [mac(0), mac(1), mac(2)]);
+        // Concurrent sightings of new identities never exceed the cap.
+        await Promise.all(Array.from({ length: 20 }, (_, i) => store.recordDiscovered({ mac: mac(10 + i) }, { max: 5 })));
+        assert.equal((await store.listDiscovered()).length, 5);
+      }));
+
+      it('deletes entries last seen longer ago than the retention', using(makeStore, async (store) => {
+        await store.recordDiscovered({ mac: '52:54:00:00:00:01' });
+        await sleep(1100);
+        await store.recordDiscovered({ mac: '52:54:00:00:00:02' }, { retentionSeconds: 1 });
+        assert.deepEqual((await store.listDiscovered()).map((d) => d.mac), ['52:54:00:00:00:02']);
       }));
 
       it('refuses an unparseable MAC or UUID, or no identity at all', using(makeStore, async (store) => {

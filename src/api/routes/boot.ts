@@ -15,7 +15,9 @@
  * operator resets the counter. Every answer about a known machine (/ipxe matched,
  * /ignition, /nocloud) is written to the audit log with its status, refusals included.
  * Overload shedding (under-pressure, server.ts) applies here like everywhere: 503 with
- * Retry-After, which iPXE and Ignition retry.
+ * Retry-After, which iPXE and Ignition retry. The writes unauthenticated requests cause
+ * (sightings, refusal rows) are bounded (src/api/unauthenticated.ts); a served answer
+ * whose audit row cannot be written becomes a 503.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
@@ -28,10 +30,13 @@ import { bootstrapUrl, IGNITION_PATH, NOCLOUD_FILES, nocloudPrefix, routeUrl, ty
 import { RequestError } from '../../errors.js';
 import { machineNodeBootstrap } from '../../store/assemble.js';
 import { NotFoundError } from '../../store/errors.js';
+import { storageFault } from '../../store/faults.js';
+import { isRefusal } from '../../store/store.js';
 import { resourceName, type MachineSpec, type StoredResource } from '../../store/resources.js';
 import { deliveryResponses, sendBootstrapData } from '../deliver.js';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
-import { sendProblem, type ServiceContext } from '../server.js';
+import { sendProblem, type ServiceContext, storageUnavailable } from '../server.js';
+import { UnauthenticatedWrites } from '../unauthenticated.js';
 import { machineParts, partsKey } from './bootstrap.js';
 
 /** Media type of iPXE scripts and the small NoCloud documents. */
@@ -44,7 +49,7 @@ const text = (description: string) => ({ description, content: { 'text/plain': {
 const FIRMWARE_PROBLEMS = {
   400: problem('Malformed request: errors[] names the parameter'),
   429: problem('Rate limit exceeded (Retry-After)'),
-  503: problem('Overloaded (Retry-After): iPXE and Ignition retry'),
+  503: problem('Overloaded, or the inventory store cannot write the audit row (disk full, database unavailable): Retry-After; iPXE and Ignition retry'),
 };
 const SIGNED_PROBLEMS = {
   ...FIRMWARE_PROBLEMS,
@@ -87,11 +92,32 @@ function sendScript(reply: FastifyReply, script: string, cacheControl: string): 
 export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
   /** The machine and route an answer is audited under (set by the handler before it answers). */
   const audited = new WeakMap<FastifyRequest, { machine: string; route: string }>();
+  const writes = new UnauthenticatedWrites(ctx.config, ctx.metrics);
+  const auditBounds = { maxRefused: ctx.config.refusedAuditMax, retentionSeconds: ctx.config.unauthenticatedRetentionSeconds };
+  const discoveredBounds = { max: ctx.config.discoveredMax, retentionSeconds: ctx.config.unauthenticatedRetentionSeconds };
   // onSend runs for every answer of these routes, error replies included, before the
-  // bytes leave: the audit row exists by the time the client has its response.
+  // bytes leave: the audit row exists by the time the client has its response. An
+  // answer that serves (2xx, 304: a script with a signed URL, a config) is acknowledged
+  // only with its audit row: when the row cannot be written the answer becomes a 503
+  // with Retry-After, which iPXE, Ignition and cloud-init retry. A refusal (4xx, 5xx)
+  // is answered whether or not its row is written (a lost refusal row is counted).
+  // Refusal rows are bounded (src/api/unauthenticated.ts): sampled, limited per address,
+  // capped and expired by the store.
   app.addHook('onSend', async (request, reply, payload) => {
     const a = audited.get(request);
-    if (a) await ctx.store.recordAudit({ machine: a.machine, route: a.route, client: request.ip, status: reply.statusCode });
+    if (!a) return payload;
+    audited.delete(request);
+    const row = { machine: a.machine, route: a.route, client: request.ip, status: reply.statusCode };
+    const refusal = isRefusal(row.status);
+    if (refusal && !writes.admitRefusal(row)) return payload;
+    try {
+      await ctx.store.recordAudit(row, refusal ? auditBounds : {});
+    } catch (e) {
+      const fault = storageFault(e);
+      if (!refusal) return storageUnavailable(ctx, request, reply, fault ?? 'unknown');
+      if (fault) writes.dropped('audit', 'storage-fault');
+      request.log.warn({ fault: fault ?? 'unknown' }, 'the audit row of a refusal could not be written');
+    }
     return payload;
   });
 
@@ -167,12 +193,27 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       if (!machine) {
         const { mac, uuid, serial, hostname } = identity;
         if (mac !== undefined || uuid !== undefined || serial !== undefined || hostname !== undefined) {
-          await ctx.store.recordDiscovered({
-            ...(mac !== undefined ? { mac } : {}),
-            ...(uuid !== undefined ? { uuid } : {}),
-            ...(serial !== undefined ? { serial } : {}),
-            ...(hostname !== undefined ? { hostname } : {}),
-          });
+          // A sighting is an observation, not an acknowledged write: the retry script is
+          // served whether or not it is recorded (bounded: per address, capped, expired).
+          if (writes.admitDiscovered(request.ip)) {
+            try {
+              const recorded = await ctx.store.recordDiscovered(
+                {
+                  ...(mac !== undefined ? { mac } : {}),
+                  ...(uuid !== undefined ? { uuid } : {}),
+                  ...(serial !== undefined ? { serial } : {}),
+                  ...(hostname !== undefined ? { hostname } : {}),
+                },
+                discoveredBounds,
+              );
+              if (!recorded) writes.dropped('discovered', 'full');
+            } catch (e) {
+              const fault = storageFault(e);
+              if (!fault) throw e;
+              writes.dropped('discovered', 'storage-fault');
+              request.log.warn({ fault }, 'an unknown machine could not be recorded');
+            }
+          }
         }
         return sendScript(reply, unknownMachineScript(identity, DEFAULT_RETRY_SECONDS, base), 'no-store');
       }

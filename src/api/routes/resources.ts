@@ -12,6 +12,7 @@
  * zod schemas of src/store/resources.ts; problems name each field (`spec.cluster`).
  * Routes only translate HTTP to store calls; errors become problems in server.ts.
  */
+import type { FastifyContextConfig } from 'fastify';
 import { type FastifyPluginCallbackZod, validatorCompiler } from 'fastify-type-provider-zod';
 import { type ZodType, z } from 'zod';
 import { type FieldProblem, RequestError } from '../../errors.js';
@@ -39,13 +40,25 @@ const PROBLEMS = {
   415: 'Body media type not JSON or YAML',
   422: 'Invalid document: errors[] names each field (spec.cluster and spec.profile for missing references)',
   429: 'Rate limit exceeded (Retry-After)',
-  503: 'Overloaded (Retry-After)',
+  503: 'Overloaded, or the inventory store cannot be used (disk full, I/O error, database unavailable): retry after Retry-After',
 } as const;
 
 /** The problem responses for `statuses`, as fastify response schemas. */
 export function problemResponses<S extends keyof typeof PROBLEMS>(...statuses: S[]): Record<S, { description: string } & typeof problemContent> {
   return Object.fromEntries(statuses.map((s) => [s, { description: PROBLEMS[s], ...problemContent }])) as unknown as Record<S, { description: string } & typeof problemContent>;
 }
+
+/**
+ * The scopes of a machine create or replace. A machine's firmware routes (`/ipxe`, then
+ * its signed `/ignition` or `/nocloud` URL) serve its bootstrap data, its cluster's
+ * secrets included, to whoever presents its selectors; whoever writes the machine
+ * chooses them. So writing one needs the scope that may obtain that data, `render`,
+ * besides `write`: otherwise `write` alone would read every cluster's secrets.
+ */
+const MACHINE_WRITE = {
+  scope: ['write', 'render'] as const,
+  scopeReason: "a machine's signed firmware URLs serve its cluster's secrets to whoever presents its selectors, so writing one needs the render scope that may obtain them",
+};
 
 /** A JSON response with a description, its schema kept as a named component. */
 const json = <S extends ZodType>(description: string, schema: S) => ({ description, content: { 'application/json': { schema } } });
@@ -126,11 +139,13 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
   const body = WRITE_DOCUMENTS[kind];
   const common = { tags: ['inventory'], security: [{ bearer: [] }] };
   const store = ctx.store;
+  const writeConfig: FastifyContextConfig = kind === 'Machine' ? MACHINE_WRITE : { scope: 'write' };
+  const writeScopes = kind === 'Machine' ? ' Needs the `write` and `render` scopes: ' + MACHINE_WRITE.scopeReason + '.' : '';
 
   app.post(
     base,
     {
-      config: { scope: 'write' },
+      config: writeConfig,
       schema: {
         ...common,
         operationId: `create${kind}`,
@@ -138,7 +153,8 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
         description:
           `Creates the ${one} at revision 1 (a name deleted before continues after its last revision). ` +
           (kind === 'Machine' ? 'The cluster and profile it names must exist (422 naming spec.cluster or spec.profile). ' : '') +
-          'Answers the stored document, secrets redacted, with its revision as the ETag.',
+          'Answers the stored document, secrets redacted, with its revision as the ETag.' +
+          writeScopes,
         consumes: ['application/json', 'application/yaml'],
         body,
         response: { 201: json(`The ${one} as stored`, read), ...problemResponses(400, 401, 403, 409, 413, 415, 422, 429, 503) },
@@ -212,7 +228,7 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
   app.put(
     `${base}/:name`,
     {
-      config: { scope: 'write' },
+      config: writeConfig,
       schema: {
         ...common,
         operationId: `replace${kind}`,
@@ -220,7 +236,8 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
         description:
           'Replaces labels and spec, raising the revision by one. With `If-Match: "<revision>"` only when that is still current (else 412). ' +
           'A secret sent as "<redacted>" keeps the stored value.' +
-          (kind === 'Machine' ? ' The machine then pins the current cluster and profile revisions.' : ''),
+          (kind === 'Machine' ? ' The machine then pins the current cluster and profile revisions.' : '') +
+          writeScopes,
         consumes: ['application/json', 'application/yaml'],
         params: nameParams,
         headers: z.object({ 'if-match': z.string().optional().describe('"<revision>" (the ETag): write only if it is still current') }),
@@ -291,7 +308,7 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
   );
 }
 
-/** The inventory routes (scopes: `read` for GET, `write` for POST, PUT and DELETE). */
+/** The inventory routes (scopes: `read` for GET, `write` for POST, PUT and DELETE; `write` and `render` to create or replace a machine). */
 export const resourceRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
   // Bodies are validated in the handler (readWrite), after secrets are put back and with
   // the NodeBootstrap's field paths; the body schema still documents them in OpenAPI.
