@@ -15,10 +15,11 @@ import { dirname, join, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { serve } from './api/serve.js';
-import { loadConfig } from './config.js';
+import { ConfigError, documentLimits, loadConfig } from './config.js';
 import { RequestError } from './errors.js';
 import { renderNodeBootstrap } from './render.js';
-import { parseNodeBootstrap, syntaxForFile } from './request/parse.js';
+import type { DocumentLimits } from './request/bounds.js';
+import { decodeUtf8, parseNodeBootstrap, syntaxForFile } from './request/parse.js';
 import { OUTPUT_FORMATS, PLATFORMS, type NodeBootstrap, type OutputFormat, type Platform } from './request/schema.js';
 
 const USAGE = `usage:
@@ -30,16 +31,20 @@ FILE may be - for standard input (YAML or JSON).`;
 
 class UsageError extends Error {}
 
-/** Read and validate the request named by `-f` (`-` is standard input). */
-function readRequest(file: string | undefined): NodeBootstrap {
+/**
+ * Read and validate the request named by `-f` (`-` is standard input), as UTF-8, under
+ * the document limits the service would hold it to (`limits`).
+ */
+function readRequest(file: string | undefined, limits: DocumentLimits): NodeBootstrap {
   if (!file) throw new UsageError('-f FILE is required');
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(file === '-' ? 0 : file, 'utf8');
+    bytes = readFileSync(file === '-' ? 0 : file);
   } catch (e) {
     throw new UsageError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`);
   }
-  return parseNodeBootstrap(text, file === '-' ? (text.trimStart().startsWith('{') ? 'json' : 'yaml') : syntaxForFile(file));
+  const text = decodeUtf8(bytes);
+  return parseNodeBootstrap(text, file === '-' ? (text.trimStart().startsWith('{') ? 'json' : 'yaml') : syntaxForFile(file), limits);
 }
 
 /** Write OUT atomically: a sibling temporary file renamed over it, so no half-written file is left. */
@@ -97,7 +102,7 @@ export function main(argv: string[], out: NodeJS.WritableStream = process.stdout
     if (command === 'validate') {
       // Valid means renderable: the request, and the node built from it in the format it
       // (or --format) asks for, so what render would refuse is refused here too.
-      const req = readRequest(values.file);
+      const req = readRequest(values.file, documentLimits(loadConfig()));
       const result = renderNodeBootstrap(req, values.format ? { format: values.format as OutputFormat } : {});
       for (const w of result.warnings) err.write(`warning: ${w}\n`);
       err.write(`${values.file ?? ''}: valid (${result.format}${result.ignitionVersion ? ` ${result.ignitionVersion}` : ''})\n`);
@@ -110,7 +115,7 @@ export function main(argv: string[], out: NodeJS.WritableStream = process.stdout
     if (values.platform !== undefined && !(PLATFORMS as readonly string[]).includes(values.platform)) {
       throw new RequestError([{ path: '--platform', message: `must be one of ${PLATFORMS.join(', ')}` }]);
     }
-    const req = readRequest(values.file);
+    const req = readRequest(values.file, documentLimits(loadConfig()));
     const result = renderNodeBootstrap(req, {
       ...(values.format ? { format: values.format as OutputFormat } : {}),
       ...(values['ignition-version'] ? { ignitionVersion: values['ignition-version'], ignitionVersionField: '--ignition-version' } : {}),
@@ -127,6 +132,10 @@ export function main(argv: string[], out: NodeJS.WritableStream = process.stdout
   } catch (e) {
     if (e instanceof RequestError) {
       for (const p of e.problems) err.write(`${p.path ? `${p.path}: ` : ''}${p.message}\n`);
+      return 2;
+    }
+    if (e instanceof ConfigError) {
+      err.write(`${e.message}\n`);
       return 2;
     }
     if (e instanceof UsageError || (e as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {

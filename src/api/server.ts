@@ -4,6 +4,8 @@
  * pipeline; errors are mapped to problems here, in one place.
  */
 import { randomUUID } from 'node:crypto';
+import { parse as parseQueryString } from 'node:querystring';
+import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
@@ -11,7 +13,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createJsonSchemaTransform, createJsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { Config, Scope } from '../config.js';
+import { type Config, documentLimits, type Scope } from '../config.js';
 import { RequestError } from '../errors.js';
 import { AssemblyError } from '../store/assemble.js';
 import { AlreadyExistsError, InvalidArgumentError, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from '../store/errors.js';
@@ -26,7 +28,7 @@ import { bootstrapRoutes } from './routes/bootstrap.js';
 import { healthRoutes } from './routes/health.js';
 import { renderRoutes } from './routes/render.js';
 import { resourceRoutes } from './routes/resources.js';
-import { registerBodyParsers, REQUEST_SYNTAX_OF } from './body.js';
+import { registerBodyParsers, REQUEST_SYNTAX_OF, UnsupportedCharsetError } from './body.js';
 import { bootAdminRoutes } from './routes/boot-admin.js';
 import { bootRoutes } from './routes/boot.js';
 import { urlSigning, type UrlSigning } from './signing.js';
@@ -117,6 +119,40 @@ export function sendProblem(reply: FastifyReply, kind: ProblemKind, status: numb
   return reply.code(status).type(PROBLEM_MEDIA_TYPE).header('cache-control', 'no-store').send(problem(kind, status, detail, errors));
 }
 
+/** The `&`-separated pairs of a request target's query (0 without one), by one scan. */
+function queryPairs(url: string): number {
+  const start = url.indexOf('?');
+  if (start < 0 || start === url.length - 1) return 0;
+  let pairs = 1;
+  for (let i = start + 1; i < url.length; i++) if (url.charCodeAt(i) === 0x26) pairs++;
+  return pairs;
+}
+
+/** Client errors Node's HTTP parser reports before a request exists, and their answers. */
+const CLIENT_ERRORS: Record<string, [ProblemKind, number, string, string]> = {
+  HPE_HEADER_OVERFLOW: ['malformed-request', 431, 'Request Header Fields Too Large', 'the request line and headers are larger than the limit (BOOTWRIGHT_MAX_HEADER_BYTES)'],
+  ERR_HTTP_REQUEST_TIMEOUT: ['malformed-request', 408, 'Request Timeout', 'the request was not received in time (BOOTWRIGHT_REQUEST_TIMEOUT_SECONDS)'],
+};
+
+/**
+ * fastify's `clientErrorHandler`: errors Node's HTTP parser raises on a connection (no
+ * request object yet) get an RFC 9457 problem where one fits (431 for headers over
+ * `maxHeaderBytes`, 408 for a request not received within `requestTimeoutSeconds`),
+ * else a bare 400; always with `Connection: close`, and the socket is closed after.
+ */
+function answerClientError(error: Error & { code?: string }, socket: Socket): void {
+  if (!socket.writable || (error.code === 'ECONNRESET' || error.code === 'EPIPE')) {
+    socket.destroy();
+    return;
+  }
+  const known = error.code ? CLIENT_ERRORS[error.code] : undefined;
+  const [kind, status, reason, detail] = known ?? (['malformed-request', 400, 'Bad Request', 'the request could not be parsed as HTTP/1.1'] as const);
+  const body = JSON.stringify(problem(kind, status, detail));
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
 /** fastify's own error codes for body handling, and what they become. */
 const FASTIFY_ERRORS: Record<string, [ProblemKind, number, string]> = {
   FST_ERR_CTP_BODY_TOO_LARGE: ['payload-too-large', 413, 'the request body is larger than the limit'],
@@ -149,8 +185,10 @@ function handleError(error: FastifyError, request: FastifyRequest, reply: Fastif
   }
   if (error instanceof InvalidArgumentError) return sendProblem(reply, 'malformed-request', 400, `${error.field} is not valid`, [{ path: error.field, message: error.reason }]);
   if (error instanceof RequestError) {
+    if (error.status === 413) return sendProblem(reply, 'payload-too-large', 413, 'the request is over a configured limit (named in errors[])', error.problems);
     return sendProblem(reply, error.status === 400 ? 'malformed-request' : 'invalid-request', error.status, error.status === 400 ? 'the request body could not be read' : 'the request is not valid', error.problems);
   }
+  if (error instanceof UnsupportedCharsetError) return sendProblem(reply, 'unsupported-media-type', 415, `${error.message}: send the body in UTF-8 (charset=utf-8 or none)`, [{ path: 'Content-Type', message: error.message }]);
   if (error instanceof NotAcceptableError) {
     return sendProblem(reply, 'not-acceptable', 406, `${error.detail}; offered: ${OFFERED_MEDIA_TYPES.join(', ')}`);
   }
@@ -196,9 +234,17 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     genReqId: () => randomUUID(),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // At most maxQueryParameters pairs are read: firmware routes ignore the rest (iPXE
+    // gives up on anything but a 503); token routes refuse more (onRequest below).
+    routerOptions: { querystringParser: (text) => parseQueryString(text, '&', '=', { maxKeys: config.maxQueryParameters }) },
+    // A whole request (headers and body) within requestTimeoutSeconds, else 408 and the
+    // connection closed: Node's own timer, which also cuts a body trickled byte by byte.
+    requestTimeout: Math.round(config.requestTimeoutSeconds * 1000),
+    http: { maxHeaderSize: config.maxHeaderBytes, connectionsCheckingInterval: Math.min(1000, Math.max(100, Math.round((config.requestTimeoutSeconds * 1000) / 4))) },
+    clientErrorHandler: answerClientError,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
-  registerBodyParsers(app, 'document');
+  registerBodyParsers(app, 'document', documentLimits(config));
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) => sendProblem(reply, 'not-found', 404, `no route for ${request.method} ${request.url.split('?')[0]!}`));
@@ -229,6 +275,13 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       return;
     }
     request.principal = principal;
+    const pairs = queryPairs(request.url);
+    if (pairs > config.maxQueryParameters) {
+      sendProblem(reply, 'malformed-request', 400, 'too many query parameters', [
+        { path: 'query', message: `has ${pairs} parameters; the limit is ${config.maxQueryParameters} (BOOTWRIGHT_MAX_QUERY_PARAMETERS)` },
+      ]);
+      return;
+    }
     done();
   });
   // While closing, responses finishing in flight say `Connection: close`, so keep-alive

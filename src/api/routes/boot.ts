@@ -17,6 +17,7 @@
  * Overload shedding (under-pressure, server.ts) applies here like everywhere: 503 with
  * Retry-After, which iPXE and Ignition retry.
  */
+import { documentLimits } from '../../config.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -228,7 +229,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const verdict = verifySignature(ctx.signing.key(), name, IGNITION_PATH, exp, sig, Date.now() / 1000);
       if (verdict !== 'ok') return sendProblem(reply, 'forbidden', 403, REFUSAL[verdict]);
       const parts = await machineParts(ctx.store, name, undefined);
-      const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts));
+      const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts, documentLimits(ctx.config)));
       if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
       sendBootstrapData(ctx, request, reply, known, { format: 'ignition', ignitionVersion });
       return reply;
@@ -272,7 +273,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       if (verdict !== 'ok') return sendProblem(reply, 'forbidden', 403, REFUSAL[verdict]);
       if (file === 'user-data') {
         const parts = await machineParts(ctx.store, id, undefined);
-        const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts));
+        const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts, documentLimits(ctx.config)));
         if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
         sendBootstrapData(ctx, request, reply, known, { format: 'cloud-config' });
         return reply;
