@@ -43,7 +43,7 @@ export const configSchema = z.strictObject({
   maxDocumentChars: z.coerce.number().int().min(1024).default(DEFAULT_DOCUMENT_LIMITS.maxDocumentChars),
   /** YAML aliases in one body. */
   maxAliases: z.coerce.number().int().min(0).default(DEFAULT_DOCUMENT_LIMITS.maxAliases),
-  /** Seconds a client has to send a whole request, headers and body (408 and the connection closed after). */
+  /** Seconds a client has to send a request's headers, and again its body (else 408 and the connection is closed). */
   requestTimeoutSeconds: z.coerce.number().min(0.1).default(30),
   /** Largest request header section (request line and headers), bytes; more is a 431. */
   maxHeaderBytes: z.coerce.number().int().min(1024).max(1024 * 1024).default(16 * 1024),

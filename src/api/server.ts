@@ -148,8 +148,11 @@ function answerClientError(error: Error & { code?: string }, socket: Socket): vo
   const known = error.code ? CLIENT_ERRORS[error.code] : undefined;
   const [kind, status, reason, detail] = known ?? (['malformed-request', 400, 'Bad Request', 'the request could not be parsed as HTTP/1.1'] as const);
   const body = JSON.stringify(problem(kind, status, detail));
+  // Node's HTTP sockets allow half-open connections: end() alone would leave a client
+  // that keeps sending holding the socket, so destroy it once the answer is written.
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
   );
 }
 
@@ -256,6 +259,23 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const tokens = new TokenTable(config.tokens);
   const context: ServiceContext = { config, cache, metrics, store, signing: urlSigning(config) };
 
+  // Node's requestTimeout cuts a request whose headers are late, but not a body trickled
+  // after them: that is cut here, requestTimeoutSeconds after the headers arrived (408
+  // problem, then the connection is closed).
+  const requestTimeoutMs = Math.round(config.requestTimeoutSeconds * 1000);
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!request.raw.complete) {
+      const timer = setTimeout(() => {
+        if (request.raw.complete || reply.sent) return;
+        reply.raw.once('finish', () => request.raw.socket.destroy());
+        void reply.header('connection', 'close');
+        sendProblem(reply, 'malformed-request', 408, `the request body was not received within ${config.requestTimeoutSeconds} s (BOOTWRIGHT_REQUEST_TIMEOUT_SECONDS)`);
+      }, requestTimeoutMs);
+      timer.unref();
+      reply.raw.once('close', () => clearTimeout(timer));
+    }
+    done();
+  });
   // Callback-style hooks (no promise per request): this is the hot path of every route.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
