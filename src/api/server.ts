@@ -245,6 +245,11 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     requestTimeout: Math.round(config.requestTimeoutSeconds * 1000),
     http: { maxHeaderSize: config.maxHeaderBytes, connectionsCheckingInterval: Math.min(1000, Math.max(100, Math.round((config.requestTimeoutSeconds * 1000) / 4))) },
     clientErrorHandler: answerClientError,
+    // Router errors as problems, never echoing the path (a NoCloud seed path carries a signature).
+    frameworkErrors: (error, _request, reply) => {
+      if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return sendProblem(reply, 'malformed-request', 414, 'a path segment is longer than the router reads (100 characters)');
+      return sendProblem(reply, 'malformed-request', 400, 'the request target is not a valid URL (bad percent-encoding)');
+    },
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   registerBodyParsers(app, 'document', documentLimits(config));
