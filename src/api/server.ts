@@ -247,8 +247,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     clientErrorHandler: answerClientError,
     // Router errors as problems, never echoing the path (a NoCloud seed path carries a signature).
     frameworkErrors: (error, _request, reply) => {
-      if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return sendProblem(reply, 'malformed-request', 414, 'a path segment is longer than the router reads (100 characters)');
-      return sendProblem(reply, 'malformed-request', 400, 'the request target is not a valid URL (bad percent-encoding)');
+      if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') void sendProblem(reply, 'malformed-request', 414, 'a path segment is longer than the router reads (100 characters)');
+      else void sendProblem(reply, 'malformed-request', 400, 'the request target is not a valid URL (bad percent-encoding)');
     },
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
