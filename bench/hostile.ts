@@ -161,7 +161,9 @@ export async function hostileBenchmark(): Promise<HostileFigure[]> {
         healthzSamples: sorted.length,
       });
     }
-    if (child.exitCode !== null) throw new Error(`server exited ${child.exitCode} during the run`);
+    // Still serving after all of them (a crash would have failed the last fetch too).
+    const alive = await fetch(`http://127.0.0.1:${port}/healthz`);
+    if (alive.status !== 200) throw new Error(`/healthz answered ${alive.status} after the run`);
     return figures;
   } finally {
     child.kill('SIGTERM');
