@@ -119,6 +119,13 @@ export function sendProblem(reply: FastifyReply, kind: ProblemKind, status: numb
   return reply.code(status).type(PROBLEM_MEDIA_TYPE).header('cache-control', 'no-store').send(problem(kind, status, detail, errors));
 }
 
+/** Whether the request declares a body that Node has not received whole yet. */
+function unreadBody(request: FastifyRequest): boolean {
+  const { headers } = request;
+  const declared = (headers['content-length'] !== undefined && headers['content-length'] !== '0') || headers['transfer-encoding'] !== undefined;
+  return declared && request.raw.complete === false;
+}
+
 /** The `&`-separated pairs of a request target's query (0 without one), by one scan. */
 function queryPairs(url: string): number {
   const start = url.indexOf('?');
@@ -316,8 +323,11 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     closing = true;
     done();
   });
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (closing) reply.header('connection', 'close');
+  // An answer sent before the request's body was read (auth, 413 by Content-Length, 415)
+  // closes the connection too: Node would otherwise read and discard the rest of the body,
+  // however long, to keep the connection alive.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (closing || unreadBody(request)) reply.header('connection', 'close');
     done(null, payload);
   });
   app.addHook('onResponse', (request, reply, done) => {

@@ -96,6 +96,20 @@ describe('slow and oversized requests', () => {
     assert.equal(await healthz(), 200);
   });
 
+  for (const [name, headers, status] of [
+    ['an unsupported media type', `Authorization: Bearer ${ADMIN}\r\nContent-Type: text/plain`, 415],
+    ['a missing token', 'Content-Type: application/json', 401],
+  ] as const) {
+    it(`${name} is answered ${status} before the body is read, and the connection closes (the body is not drained)`, async () => {
+      const { socket, received } = await open();
+      socket.write(`POST /v1/render HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}\r\nContent-Length: 4000\r\n\r\n{`);
+      const { text, closedAfterMs } = await received;
+      assert.equal(statusOf(text), status);
+      assert.match(text, /\r\nconnection: close\r\n/i);
+      assert.ok(closedAfterMs < 900, `closed after ${closedAfterMs} ms (before the request timeout)`);
+    });
+  }
+
   it('garbage instead of HTTP is a 400 problem', async () => {
     const { socket, received } = await open();
     socket.write('\x00\x01\x02 not http\r\n\r\n');
