@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- SECTION…]`: the benchmarks, one run, figures as ratios where they
- * compare. Sections: render, http, storm, fault, scale-sqlite, scale-pg; with none, the
+ * compare. Sections: render, http, storm, fault, scale-sqlite, scale-pg, hostile; with none, the
  * default set (render, http, storm, fault; the scale runs take several minutes each).
  * Environment: BENCH_TIME, milliseconds per measured render task (default 500);
  * BENCH_HTTP_SECONDS, seconds per HTTP load (default 10); BENCH_STORM_MACHINES, machines
@@ -9,13 +9,14 @@
  * sections use a throwaway database on BOOTWRIGHT_TEST_DATABASE_URL's server.
  */
 import { faultBenchmark } from './fault.js';
+import { hostileBenchmark } from './hostile.js';
 import { httpBenchmark } from './http.js';
 import { renderBenchmark } from './render.js';
 import { scaleBenchmark } from './scale.js';
 import { storeStorms } from './storm-stores.js';
 import type { RouteFigure } from './storm.js';
 
-const SECTIONS = ['render', 'http', 'storm', 'fault', 'scale-sqlite', 'scale-pg'] as const;
+const SECTIONS = ['render', 'http', 'storm', 'fault', 'scale-sqlite', 'scale-pg', 'hostile'] as const;
 const DEFAULT = ['render', 'http', 'storm', 'fault'];
 const asked = process.argv.slice(2);
 for (const a of asked) if (!(SECTIONS as readonly string[]).includes(a)) throw new Error(`unknown section "${a}"; choose from ${SECTIONS.join(', ')}`);
@@ -95,4 +96,12 @@ for (const kind of ['sqlite', 'postgres'] as const) {
   const [small, big] = s.points as [(typeof s.points)[0], (typeof s.points)[0]];
   const ratio = route(big.run.routes, '/ignition').p99Ms / route(small.run.routes, '/ignition').p99Ms;
   console.log(`/ignition p99 ${large} / ${machines}: ${f(ratio, 2)} (aim ≤ 1.5: ${ratio <= 1.5 ? 'met' : 'NOT met'})`);
+}
+
+if (run('hostile')) {
+  console.log('\n# hostile inputs (one serve process; /healthz every 5 ms on its own connection meanwhile)');
+  console.log('input                          | status | request ms | /healthz max ms | /healthz p99 ms | samples');
+  for (const h of await hostileBenchmark()) {
+    console.log(`${h.name.padEnd(30)} | ${String(h.status).padStart(6)} | ${f(h.requestMs).padStart(10)} | ${f(h.healthzMaxMs).padStart(15)} | ${f(h.healthzP99Ms).padStart(15)} | ${String(h.healthzSamples).padStart(7)}`);
+  }
 }

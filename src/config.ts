@@ -6,7 +6,9 @@
 import { readFileSync } from 'node:fs';
 import { load } from 'js-yaml';
 import { z } from 'zod';
+import { DEFAULT_DOCUMENT_LIMITS, type DocumentLimits } from './request/bounds.js';
 import { zodProblems } from './request/parse.js';
+import { DEFAULT_LABEL_SELECTOR_LIMITS } from './store/store.js';
 
 export const SCOPES = ['read', 'render', 'write', 'admin'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -31,6 +33,26 @@ export const configSchema = z.strictObject({
   dataDir: z.string().default('./data'),
   /** Largest request body, bytes. */
   bodyLimit: z.coerce.number().int().min(1024).default(1024 * 1024),
+  /** Deepest nesting of a body's mappings and sequences, YAML aliases expanded. */
+  maxDepth: z.coerce.number().int().min(8).max(1000).default(DEFAULT_DOCUMENT_LIMITS.maxDepth),
+  /** Values in a body (mappings, sequences, scalars), YAML aliases expanded. */
+  maxNodes: z.coerce.number().int().min(100).default(DEFAULT_DOCUMENT_LIMITS.maxNodes),
+  /** Items in any one list of a body (files, users, mounts, commands, …). */
+  maxListItems: z.coerce.number().int().min(1).default(DEFAULT_DOCUMENT_LIMITS.maxListItems),
+  /** Characters of a body's keys and strings, YAML aliases expanded. */
+  maxDocumentChars: z.coerce.number().int().min(1024).default(DEFAULT_DOCUMENT_LIMITS.maxDocumentChars),
+  /** YAML aliases in one body. */
+  maxAliases: z.coerce.number().int().min(0).default(DEFAULT_DOCUMENT_LIMITS.maxAliases),
+  /** Seconds a client has to send a request's headers, and again its body (else 408 and the connection is closed). */
+  requestTimeoutSeconds: z.coerce.number().min(0.1).default(30),
+  /** Largest request header section (request line and headers), bytes; more is a 431. */
+  maxHeaderBytes: z.coerce.number().int().min(1024).max(1024 * 1024).default(16 * 1024),
+  /** Characters of a `labelSelector` query parameter. */
+  maxLabelSelectorChars: z.coerce.number().int().min(16).default(DEFAULT_LABEL_SELECTOR_LIMITS.maxChars),
+  /** Terms (`key=value`) of a `labelSelector`. */
+  maxLabelSelectorTerms: z.coerce.number().int().min(1).default(DEFAULT_LABEL_SELECTOR_LIMITS.maxTerms),
+  /** Query parameters a request may carry (firmware routes ignore the unknown ones up to this). */
+  maxQueryParameters: z.coerce.number().int().min(4).default(32),
   /** Render cache bound, bytes of cached bodies. 0 disables the cache. */
   renderCacheBytes: z.coerce.number().int().min(0).default(64 * 1024 * 1024),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -128,7 +150,22 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_DISCOVERED_MAX: 'discoveredMax',
   BOOTWRIGHT_REFUSED_AUDIT_MAX: 'refusedAuditMax',
   BOOTWRIGHT_UNAUTHENTICATED_RETENTION_SECONDS: 'unauthenticatedRetentionSeconds',
+  BOOTWRIGHT_MAX_DEPTH: 'maxDepth',
+  BOOTWRIGHT_MAX_NODES: 'maxNodes',
+  BOOTWRIGHT_MAX_LIST_ITEMS: 'maxListItems',
+  BOOTWRIGHT_MAX_DOCUMENT_CHARS: 'maxDocumentChars',
+  BOOTWRIGHT_MAX_ALIASES: 'maxAliases',
+  BOOTWRIGHT_REQUEST_TIMEOUT_SECONDS: 'requestTimeoutSeconds',
+  BOOTWRIGHT_MAX_HEADER_BYTES: 'maxHeaderBytes',
+  BOOTWRIGHT_MAX_LABEL_SELECTOR_CHARS: 'maxLabelSelectorChars',
+  BOOTWRIGHT_MAX_LABEL_SELECTOR_TERMS: 'maxLabelSelectorTerms',
+  BOOTWRIGHT_MAX_QUERY_PARAMETERS: 'maxQueryParameters',
 };
+
+/** The document limits of a configuration ({@link DocumentLimits}, checked on every parsed body). */
+export function documentLimits(config: Config): DocumentLimits {
+  return { maxDepth: config.maxDepth, maxNodes: config.maxNodes, maxListItems: config.maxListItems, maxDocumentChars: config.maxDocumentChars, maxAliases: config.maxAliases };
+}
 
 /** A configuration problem, naming the variable or key. */
 export class ConfigError extends Error {

@@ -16,10 +16,13 @@ export interface FieldProblem {
  */
 export class RequestError extends Error {
   readonly problems: FieldProblem[];
-  /** Suggested HTTP status: 400 for unparseable input, 422 for well-formed but invalid. */
-  readonly status: 400 | 422;
+  /**
+   * Suggested HTTP status: 400 for unparseable input, 413 for input over a configured
+   * limit (the message names it), 422 for well-formed but invalid.
+   */
+  readonly status: 400 | 413 | 422;
 
-  constructor(problems: FieldProblem[], status: 400 | 422 = 422) {
+  constructor(problems: FieldProblem[], status: 400 | 413 | 422 = 422) {
     super(problems.map((p) => (p.path ? `${p.path}: ${p.message}` : p.message)).join('; '));
     this.name = 'RequestError';
     this.problems = problems;

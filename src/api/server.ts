@@ -4,6 +4,8 @@
  * pipeline; errors are mapped to problems here, in one place.
  */
 import { randomUUID } from 'node:crypto';
+import { parse as parseQueryString } from 'node:querystring';
+import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
@@ -11,7 +13,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createJsonSchemaTransform, createJsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { Config, Scope } from '../config.js';
+import { type Config, documentLimits, type Scope } from '../config.js';
 import { RequestError } from '../errors.js';
 import { AssemblyError } from '../store/assemble.js';
 import { AlreadyExistsError, InvalidArgumentError, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from '../store/errors.js';
@@ -27,7 +29,7 @@ import { bootstrapRoutes } from './routes/bootstrap.js';
 import { healthRoutes } from './routes/health.js';
 import { renderRoutes } from './routes/render.js';
 import { resourceRoutes } from './routes/resources.js';
-import { registerBodyParsers, REQUEST_SYNTAX_OF } from './body.js';
+import { registerBodyParsers, REQUEST_SYNTAX_OF, UnsupportedCharsetError } from './body.js';
 import { bootAdminRoutes } from './routes/boot-admin.js';
 import { bootRoutes } from './routes/boot.js';
 import { urlSigning, type UrlSigning } from './signing.js';
@@ -121,6 +123,50 @@ export function sendProblem(reply: FastifyReply, kind: ProblemKind, status: numb
   return reply.code(status).type(PROBLEM_MEDIA_TYPE).header('cache-control', 'no-store').send(problem(kind, status, detail, errors));
 }
 
+/** Whether the request declares a body that Node has not received whole yet. */
+function unreadBody(request: FastifyRequest): boolean {
+  const { headers } = request;
+  const declared = (headers['content-length'] !== undefined && headers['content-length'] !== '0') || headers['transfer-encoding'] !== undefined;
+  return declared && !request.raw.complete;
+}
+
+/** The `&`-separated pairs of a request target's query (0 without one), by one scan. */
+function queryPairs(url: string): number {
+  const start = url.indexOf('?');
+  if (start < 0 || start === url.length - 1) return 0;
+  let pairs = 1;
+  for (let i = start + 1; i < url.length; i++) if (url.charCodeAt(i) === 0x26) pairs++;
+  return pairs;
+}
+
+/** Client errors Node's HTTP parser reports before a request exists, and their answers. */
+const CLIENT_ERRORS: Record<string, [ProblemKind, number, string, string]> = {
+  HPE_HEADER_OVERFLOW: ['malformed-request', 431, 'Request Header Fields Too Large', 'the request line and headers are larger than the limit (BOOTWRIGHT_MAX_HEADER_BYTES)'],
+  ERR_HTTP_REQUEST_TIMEOUT: ['malformed-request', 408, 'Request Timeout', 'the request was not received in time (BOOTWRIGHT_REQUEST_TIMEOUT_SECONDS)'],
+};
+
+/**
+ * fastify's `clientErrorHandler`: errors Node's HTTP parser raises on a connection (no
+ * request object yet) get an RFC 9457 problem where one fits (431 for headers over
+ * `maxHeaderBytes`, 408 for a request not received within `requestTimeoutSeconds`),
+ * else a bare 400; always with `Connection: close`, and the socket is closed after.
+ */
+function answerClientError(error: Error & { code?: string }, socket: Socket): void {
+  if (!socket.writable || (error.code === 'ECONNRESET' || error.code === 'EPIPE')) {
+    socket.destroy();
+    return;
+  }
+  const known = error.code ? CLIENT_ERRORS[error.code] : undefined;
+  const [kind, status, reason, detail] = known ?? (['malformed-request', 400, 'Bad Request', 'the request could not be parsed as HTTP/1.1'] as const);
+  const body = JSON.stringify(problem(kind, status, detail));
+  // Node's HTTP sockets allow half-open connections: end() alone would leave a client
+  // that keeps sending holding the socket, so destroy it once the answer is written.
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
+  );
+}
+
 /** fastify's own error codes for body handling, and what they become. */
 const FASTIFY_ERRORS: Record<string, [ProblemKind, number, string]> = {
   FST_ERR_CTP_BODY_TOO_LARGE: ['payload-too-large', 413, 'the request body is larger than the limit'],
@@ -172,8 +218,10 @@ function handleError(this: { config: Config; metrics: Metrics }, error: FastifyE
   }
   if (error instanceof InvalidArgumentError) return sendProblem(reply, 'malformed-request', 400, `${error.field} is not valid`, [{ path: error.field, message: error.reason }]);
   if (error instanceof RequestError) {
+    if (error.status === 413) return sendProblem(reply, 'payload-too-large', 413, 'the request is over a configured limit (named in errors[])', error.problems);
     return sendProblem(reply, error.status === 400 ? 'malformed-request' : 'invalid-request', error.status, error.status === 400 ? 'the request body could not be read' : 'the request is not valid', error.problems);
   }
+  if (error instanceof UnsupportedCharsetError) return sendProblem(reply, 'unsupported-media-type', 415, `${error.message}: send the body in UTF-8 (charset=utf-8 or none)`, [{ path: 'Content-Type', message: error.message }]);
   if (error instanceof NotAcceptableError) {
     return sendProblem(reply, 'not-acceptable', 406, `${error.detail}; offered: ${OFFERED_MEDIA_TYPES.join(', ')}`);
   }
@@ -219,9 +267,22 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     genReqId: () => randomUUID(),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // At most maxQueryParameters pairs are read: firmware routes ignore the rest (iPXE
+    // gives up on anything but a 503); token routes refuse more (onRequest below).
+    routerOptions: { querystringParser: (text) => parseQueryString(text, '&', '=', { maxKeys: config.maxQueryParameters }) },
+    // A whole request (headers and body) within requestTimeoutSeconds, else 408 and the
+    // connection closed: Node's own timer, which also cuts a body trickled byte by byte.
+    requestTimeout: Math.round(config.requestTimeoutSeconds * 1000),
+    http: { maxHeaderSize: config.maxHeaderBytes, connectionsCheckingInterval: Math.min(1000, Math.max(100, Math.round((config.requestTimeoutSeconds * 1000) / 4))) },
+    clientErrorHandler: answerClientError,
+    // Router errors as problems, never echoing the path (a NoCloud seed path carries a signature).
+    frameworkErrors: (error, _request, reply) => {
+      if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') void sendProblem(reply, 'malformed-request', 414, 'a path segment is longer than the router reads (100 characters)');
+      else void sendProblem(reply, 'malformed-request', 400, 'the request target is not a valid URL (bad percent-encoding)');
+    },
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
-  registerBodyParsers(app, 'document');
+  registerBodyParsers(app, 'document', documentLimits(config));
   app.setSerializerCompiler(serializerCompiler);
   app.setNotFoundHandler((request, reply) => sendProblem(reply, 'not-found', 404, `no route for ${request.method} ${request.url.split('?')[0]!}`));
 
@@ -233,6 +294,23 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const context: ServiceContext = { config, cache, metrics, store, signing: urlSigning(config) };
   app.setErrorHandler(handleError.bind({ config, metrics }));
 
+  // Node's requestTimeout cuts a request whose headers are late, but not a body trickled
+  // after them: that is cut here, requestTimeoutSeconds after the headers arrived (408
+  // problem, then the connection is closed).
+  const requestTimeoutMs = Math.round(config.requestTimeoutSeconds * 1000);
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!request.raw.complete) {
+      const timer = setTimeout(() => {
+        if (request.raw.complete || reply.sent) return;
+        reply.raw.once('finish', () => request.raw.socket.destroy());
+        void reply.header('connection', 'close');
+        sendProblem(reply, 'malformed-request', 408, `the request body was not received within ${config.requestTimeoutSeconds} s (BOOTWRIGHT_REQUEST_TIMEOUT_SECONDS)`);
+      }, requestTimeoutMs);
+      timer.unref();
+      reply.raw.once('close', () => clearTimeout(timer));
+    }
+    done();
+  });
   // Callback-style hooks (no promise per request): this is the hot path of every route.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
@@ -255,6 +333,13 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       return;
     }
     request.principal = principal;
+    const pairs = queryPairs(request.url);
+    if (pairs > config.maxQueryParameters) {
+      sendProblem(reply, 'malformed-request', 400, 'too many query parameters', [
+        { path: 'query', message: `has ${pairs} parameters; the limit is ${config.maxQueryParameters} (BOOTWRIGHT_MAX_QUERY_PARAMETERS)` },
+      ]);
+      return;
+    }
     done();
   });
   // While closing, responses finishing in flight say `Connection: close`, so keep-alive
@@ -264,8 +349,11 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     closing = true;
     done();
   });
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (closing) reply.header('connection', 'close');
+  // An answer sent before the request's body was read (auth, 413 by Content-Length, 415)
+  // closes the connection too: Node would otherwise read and discard the rest of the body,
+  // however long, to keep the connection alive.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (closing || unreadBody(request)) reply.header('connection', 'close');
     done(null, payload);
   });
   app.addHook('onResponse', (request, reply, done) => {

@@ -4,9 +4,10 @@
  */
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { documentLimits, loadConfig } from '../config.js';
 import { RequestError } from '../errors.js';
 import { renderNodeBootstrap } from '../render.js';
-import { parseNodeBootstrap, syntaxForFile } from '../request/parse.js';
+import { decodeUtf8, parseNodeBootstrap, syntaxForFile } from '../request/parse.js';
 import { OUTPUT_FORMATS, PLATFORMS, type NodeBootstrap, type OutputFormat, type Platform } from '../request/schema.js';
 import { EXIT, UsageError, type Command, type Parsed } from './commands.js';
 
@@ -57,15 +58,23 @@ function requestFile(parsed: Parsed, command: string): string {
   return file;
 }
 
-/** Read and validate the request in `file` (`-` is standard input). */
+/**
+ * Read and validate the request in `file` (`-` is standard input) as UTF-8, under the
+ * document limits the service would hold it to (BOOTWRIGHT_MAX_*, or the configuration
+ * file's).
+ *
+ * @throws UsageError when the file cannot be read; RequestError for bad input;
+ *   ConfigError for a bad limit setting.
+ */
 function readRequest(file: string, command: string): NodeBootstrap {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(file === '-' ? 0 : file, 'utf8');
+    bytes = readFileSync(file === '-' ? 0 : file);
   } catch (e) {
     throw new UsageError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`, command);
   }
-  return parseNodeBootstrap(text, file === '-' ? (text.trimStart().startsWith('{') ? 'json' : 'yaml') : syntaxForFile(file));
+  const text = decodeUtf8(bytes);
+  return parseNodeBootstrap(text, file === '-' ? (text.trimStart().startsWith('{') ? 'json' : 'yaml') : syntaxForFile(file), documentLimits(loadConfig()));
 }
 
 /** Write OUT atomically: a sibling temporary file renamed over it, so no half-written file is left. */

@@ -124,16 +124,34 @@ export function checkRequest(req: NodeBootstrap): FieldProblem[] {
   return problems;
 }
 
+/**
+ * The lowest path in `sorted` (ascending, code-unit order) that lies under `dir`
+ * (starts with `dir/`), by binary search: every such path sorts right after `dir/`.
+ */
+function firstUnder(sorted: readonly string[], dir: string): string | undefined {
+  const prefix = `${dir}/`;
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! < prefix) lo = mid + 1;
+    else hi = mid;
+  }
+  const candidate = sorted[lo];
+  return candidate?.startsWith(prefix) ? candidate : undefined;
+}
+
 function checkProvisioning(req: NodeBootstrap, problems: FieldProblem[]): void {
   const prov = req.spec.provisioning;
   if (!prov) return;
   const seen = new Map<string, number>();
-  const paths = new Set(prov.files?.map((f) => f.path));
+  // Sorted once, so "is any path under this one" is a binary search (n log n in all).
+  const sorted = [...new Set(prov.files?.map((f) => f.path))].sort();
   prov.files?.forEach((f, i) => {
     const path = `spec.provisioning.files[${i}].path`;
     // A file cannot stand where the node needs a directory: above another file, or above
     // (or at) a directory bootwright writes into.
-    const below = [...paths].find((other) => other.startsWith(`${f.path}/`)) ?? GENERATED_PATH_PREFIXES.find((g) => g.startsWith(`${f.path}/`));
+    const below = firstUnder(sorted, f.path) ?? GENERATED_PATH_PREFIXES.find((g) => g.startsWith(`${f.path}/`));
     if (below) problems.push({ path, message: `must be a directory on the node, since ${below} is written under it` });
     const first = seen.get(f.path);
     if (first !== undefined) problems.push({ path, message: `duplicates spec.provisioning.files[${first}].path` });

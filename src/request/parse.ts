@@ -6,6 +6,7 @@ import { binaryTag, CORE_SCHEMA, load, YAMLException } from 'js-yaml';
 import { printParseErrorCode, visit } from 'jsonc-parser';
 import type { z } from 'zod';
 import { type FieldProblem, RequestError } from '../errors.js';
+import { checkBounds, checkJsonDepth, DEFAULT_DOCUMENT_LIMITS, type DocumentLimits, limitMessage } from './bounds.js';
 import { fromClusterApi, isClusterApiRequest, rememberClusterApiOrigin, rewriteProblems } from './capi/convert.js';
 import { checkRequest } from './checks.js';
 import { type NodeBootstrap, nodeBootstrapSchema } from './schema.js';
@@ -20,21 +21,30 @@ export type RequestSyntax = 'json' | 'yaml';
 const REQUEST_YAML_SCHEMA = CORE_SCHEMA.withTags(binaryTag);
 
 /**
- * Parse request text into a plain value, refusing duplicate keys in both syntaxes.
+ * Parse request text into a plain value, refusing duplicate keys in both syntaxes, and
+ * hold it to `limits` ({@link checkBounds}) before anyone digests or validates it.
  *
  * @param text the body, UTF-8 decoded.
  * @param syntax `json` (RFC 8259; JSON.parse for the value, jsonc-parser's scanner to
  *   refuse duplicate keys, which JSON.parse silently keeps the last of, and to locate
  *   syntax errors) or `yaml` (YAML 1.2 core schema, one document).
- * @throws RequestError (status 400) naming line and column. The message never quotes
- *   the input, which may hold secrets.
+ * @param limits depth, node, list, character and alias caps (default: the
+ *   configuration's defaults).
+ * @throws RequestError: 400 naming line and column (malformed text; a recursive alias),
+ *   413 naming the field and the limit it is over, 422 for a reserved key (`__proto__`,
+ *   `constructor`, `prototype`). The message never quotes the input, which may hold
+ *   secrets.
  */
-export function parseDocument(text: string, syntax: RequestSyntax): unknown {
-  return syntax === 'json' ? parseJson(text) : parseYaml(text);
+export function parseDocument(text: string, syntax: RequestSyntax, limits: DocumentLimits = DEFAULT_DOCUMENT_LIMITS): unknown {
+  const value = syntax === 'json' ? parseJson(text, limits) : parseYaml(text, limits);
+  checkBounds(value, limits, formatPath);
+  return value;
 }
 
 /** RFC 8259 JSON: JSON.parse for the value; jsonc-parser's scanner for positions and duplicate keys. */
-function parseJson(text: string): unknown {
+function parseJson(text: string, limits: DocumentLimits): unknown {
+  // Both parsers below recurse per nesting level: refuse deep text before either runs.
+  checkJsonDepth(text, limits.maxDepth);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -59,15 +69,46 @@ function parseJson(text: string): unknown {
   return value;
 }
 
-/** YAML 1.2 core schema (+ `!!binary`), one document, duplicate keys refused. */
-function parseYaml(text: string): unknown {
+/** YAML 1.2 core schema (+ `!!binary`), one document, duplicate keys refused; js-yaml's own depth and alias caps set from `limits`. */
+function parseYaml(text: string, limits: DocumentLimits): unknown {
   try {
-    return load(text, { schema: REQUEST_YAML_SCHEMA, maxAliases: 100 });
+    return load(text, { schema: REQUEST_YAML_SCHEMA, maxAliases: limits.maxAliases, maxDepth: limits.maxDepth });
   } catch (e) {
-    const mark = e instanceof YAMLException ? (e as YAMLException & { mark?: { line: number; column: number } }).mark : undefined;
-    const where = mark ? ` at line ${mark.line + 1} column ${mark.column + 1}` : '';
-    const reason = e instanceof YAMLException ? `: ${e.reason}` : '';
-    throw new RequestError([{ path: '', message: `malformed YAML${where}${reason}` }], 400);
+    throw yamlError(e, limits);
+  }
+}
+
+/**
+ * A js-yaml error as a RequestError: js-yaml's depth and alias caps are 413 naming the
+ * limit, anything else 400; both at line and column, never quoting the text.
+ */
+export function yamlError(e: unknown, limits: DocumentLimits): RequestError {
+  const mark = e instanceof YAMLException ? (e as YAMLException & { mark?: { line: number; column: number } }).mark : undefined;
+  const where = mark ? ` at line ${mark.line + 1} column ${mark.column + 1}` : '';
+  const reason = e instanceof YAMLException ? e.reason : '';
+  if (reason.startsWith('nesting exceeded maxDepth')) {
+    return new RequestError([{ path: '', message: `YAML${where} ${limitMessage('maxDepth', limits.maxDepth, `nests more than ${limits.maxDepth} levels deep`)}` }], 413);
+  }
+  if (reason.startsWith('aliases exceeded maxAliases')) {
+    return new RequestError([{ path: '', message: `YAML${where} ${limitMessage('maxAliases', limits.maxAliases, `has more than ${limits.maxAliases} aliases`)}` }], 413);
+  }
+  return new RequestError([{ path: '', message: `malformed YAML${where}${reason ? `: ${reason}` : ''}` }], 400);
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Decode request bytes as UTF-8 (RFC 8259 §8.1; YAML 1.2 streams here are UTF-8 too),
+ * dropping a leading byte order mark.
+ *
+ * @throws RequestError (400) for bytes that are not well-formed UTF-8: they are refused,
+ *   never silently replaced by U+FFFD.
+ */
+export function decodeUtf8(bytes: Uint8Array): string {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw new RequestError([{ path: '', message: 'the body is not well-formed UTF-8' }], 400);
   }
 }
 
@@ -136,12 +177,12 @@ function validateNative(value: unknown): NodeBootstrap {
 }
 
 /**
- * Read a NodeBootstrap from request text (DESIGN §2).
+ * Read a NodeBootstrap from request text (DESIGN §2), held to `limits` first ({@link parseDocument}).
  *
- * @throws RequestError: 400 for malformed text, 422 for an invalid request.
+ * @throws RequestError: 400 for malformed text, 413 over a limit, 422 for an invalid request.
  */
-export function parseNodeBootstrap(text: string, syntax: RequestSyntax): NodeBootstrap {
-  return validateNodeBootstrap(parseDocument(text, syntax));
+export function parseNodeBootstrap(text: string, syntax: RequestSyntax, limits: DocumentLimits = DEFAULT_DOCUMENT_LIMITS): NodeBootstrap {
+  return validateNodeBootstrap(parseDocument(text, syntax, limits));
 }
 
 /** Guess the syntax from a file name: `.json` is JSON, anything else YAML. */

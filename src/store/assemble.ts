@@ -6,7 +6,8 @@
  * bytes").
  */
 import { type FieldProblem, RequestError } from '../errors.js';
-import { validateNodeBootstrap } from '../request/parse.js';
+import { checkBounds, DEFAULT_DOCUMENT_LIMITS, type DocumentLimits } from '../request/bounds.js';
+import { formatPath, validateNodeBootstrap } from '../request/parse.js';
 import type { NodeBootstrap } from '../request/schema.js';
 import { type ClusterSpec, type MachineSpec, type ProfileSpec, RESOURCE_API_VERSION, type StoredResource } from './resources.js';
 
@@ -140,14 +141,21 @@ export function assembleNodeBootstrap(parts: AssemblyParts): Doc {
 }
 
 /**
- * The validated NodeBootstrap for a machine: {@link assembleNodeBootstrap}, then
+ * The validated NodeBootstrap for a machine: each stored spec held to the document
+ * limits (a document stored before the limits, or under larger ones, is refused rather
+ * than walked without bound), {@link assembleNodeBootstrap}, then
  * `validateNodeBootstrap` (the schema and the role checks of POST /v1/render).
  *
- * @throws AssemblyError (422) with every problem, by NodeBootstrap path.
+ * @param limits the document limits ({@link checkBounds}; default the configuration's defaults).
+ * @throws AssemblyError (422) with every problem, by NodeBootstrap path, or by stored
+ *   document path (`profile.spec.provisioning.files`) for one over a limit.
  */
-export function machineNodeBootstrap(parts: AssemblyParts): NodeBootstrap {
-  const doc = assembleNodeBootstrap(parts);
+export function machineNodeBootstrap(parts: AssemblyParts, limits: DocumentLimits = DEFAULT_DOCUMENT_LIMITS): NodeBootstrap {
   try {
+    for (const [name, stored] of [['cluster', parts.cluster], ['profile', parts.profile], ['machine', parts.machine]] as const) {
+      checkBounds(stored.spec, limits, (path) => formatPath([name, 'spec', ...path]));
+    }
+    const doc = assembleNodeBootstrap(parts);
     return validateNodeBootstrap(doc);
   } catch (e) {
     if (e instanceof RequestError) throw new AssemblyError(e.problems, parts);

@@ -273,17 +273,37 @@ export function decodeContinue(kind: ResourceKind, token: string): string {
   return v.a;
 }
 
+/** Caps on a label selector: its characters and its terms. */
+export interface LabelSelectorLimits {
+  maxChars: number;
+  maxTerms: number;
+}
+
+/** The configuration's defaults (`src/config.ts`). */
+export const DEFAULT_LABEL_SELECTOR_LIMITS: Readonly<LabelSelectorLimits> = { maxChars: 1024, maxTerms: 32 };
+
 /**
  * Parse a Kubernetes-style equality label selector: `key=value` or `key==value` terms
  * separated by commas (`app=web,tier=front`); spaces around terms are ignored.
  *
- * @returns the required labels (an empty selector selects everything).
- * @throws InvalidArgumentError naming `labelSelector` for a term without `=`, with an
- *   empty key, or repeating a key with another value.
+ * @param limits the longest selector (characters) and the most terms it may have
+ *   (`BOOTWRIGHT_MAX_LABEL_SELECTOR_CHARS`, `BOOTWRIGHT_MAX_LABEL_SELECTOR_TERMS`), checked
+ *   before any term is read: each term is a condition of the store's query.
+ * @returns the required labels (an empty selector selects everything), in an object
+ *   without a prototype, so a key such as `__proto__` is a label like any other.
+ * @throws InvalidArgumentError naming `labelSelector` for a selector over a limit, a term
+ *   without `=`, with an empty key, or repeating a key with another value.
  */
-export function parseLabelSelector(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const raw of text.split(',')) {
+export function parseLabelSelector(text: string, limits: LabelSelectorLimits = DEFAULT_LABEL_SELECTOR_LIMITS): Record<string, string> {
+  if (text.length > limits.maxChars) {
+    throw new InvalidArgumentError('labelSelector', `is ${text.length} characters long; the limit is ${limits.maxChars} (BOOTWRIGHT_MAX_LABEL_SELECTOR_CHARS)`);
+  }
+  const terms = text.split(',');
+  if (terms.length > limits.maxTerms) {
+    throw new InvalidArgumentError('labelSelector', `has ${terms.length} terms; the limit is ${limits.maxTerms} (BOOTWRIGHT_MAX_LABEL_SELECTOR_TERMS)`);
+  }
+  const out = Object.create(null) as Record<string, string>;
+  for (const raw of terms) {
     const term = raw.trim();
     if (term === '') continue;
     const m = /^([^=!\s]+)\s*==?\s*(\S*)$/.exec(term);

@@ -19,6 +19,7 @@
  * (sightings, refusal rows) are bounded (src/api/unauthenticated.ts); a served answer
  * whose audit row cannot be written becomes a 503.
  */
+import { documentLimits } from '../../config.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -269,7 +270,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const verdict = verifySignature(ctx.signing.key(), name, IGNITION_PATH, exp, sig, Date.now() / 1000);
       if (verdict !== 'ok') return sendProblem(reply, 'forbidden', 403, REFUSAL[verdict]);
       const parts = await machineParts(ctx.store, name, undefined);
-      const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts));
+      const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts, documentLimits(ctx.config)));
       if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
       sendBootstrapData(ctx, request, reply, known, { format: 'ignition', ignitionVersion });
       return reply;
@@ -313,7 +314,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       if (verdict !== 'ok') return sendProblem(reply, 'forbidden', 403, REFUSAL[verdict]);
       if (file === 'user-data') {
         const parts = await machineParts(ctx.store, id, undefined);
-        const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts));
+        const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts, documentLimits(ctx.config)));
         if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
         sendBootstrapData(ctx, request, reply, known, { format: 'cloud-config' });
         return reply;

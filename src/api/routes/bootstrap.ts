@@ -8,6 +8,7 @@
  * recorded when written, so the bytes never change however the three change later.
  * Without it: the machine's, cluster's and profile's current revisions.
  */
+import { documentLimits } from '../../config.js';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { type AssemblyParts, machineNodeBootstrap } from '../../store/assemble.js';
@@ -125,7 +126,7 @@ export const bootstrapRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, c
         throw new RequestError([{ path: 'pointer', message: 'a pointer names the signed URL, which serves the current revisions only; leave out revision' }], 400);
       }
       const parts = await machineParts(ctx.store, request.params.name, request.query.revision);
-      const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts));
+      const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts, documentLimits(ctx.config)));
       if (pointer) sendPointer(ctx, request, reply, parts.machine.name, known, request.query);
       else sendBootstrapData(ctx, request, reply, known, request.query);
       return reply;

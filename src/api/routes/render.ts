@@ -4,6 +4,7 @@
  */
 import { type FastifyPluginCallbackZod, validatorCompiler } from 'fastify-type-provider-zod';
 import { type ZodType, z } from 'zod';
+import { documentLimits } from '../../config.js';
 import { parseNodeBootstrap } from '../../request/parse.js';
 import { nodeBootstrapInputSchema } from '../../request/capi/schema.js';
 import { type RawBody, registerBodyParsers } from '../body.js';
@@ -25,7 +26,7 @@ const problemContent = { content: { [PROBLEM_MEDIA_TYPE]: { schema: problemSchem
 export const renderRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
   // In this plugin's scope only: bodies stay raw text, and the body "validator" passes
   // them through (the schema still documents the body in OpenAPI).
-  registerBodyParsers(app, 'raw');
+  registerBodyParsers(app, 'raw', documentLimits(ctx.config));
   app.setValidatorCompiler<ZodType>((route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route)));
   app.post(
     '/v1/render',
@@ -62,7 +63,7 @@ export const renderRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx,
       // The body arrives unparsed (see registerBodyParsers below): a repeated body is served
       // from the cache without parsing; a new one is parsed and validated exactly as the CLI does.
       const raw = request.body as unknown as RawBody;
-      const known = ctx.cache.request(raw.text, raw.syntax, () => parseNodeBootstrap(raw.text, raw.syntax));
+      const known = ctx.cache.request(raw.text, raw.syntax, () => parseNodeBootstrap(raw.text, raw.syntax, documentLimits(ctx.config)));
       sendBootstrapData(ctx, request, reply, known, request.query);
     },
   );

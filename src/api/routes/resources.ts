@@ -190,7 +190,7 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
       const page = await store.list(kind, {
         ...(limit !== undefined ? { limit } : {}),
         ...(request.query.continue !== undefined ? { continue: request.query.continue } : {}),
-        ...(labelSelector !== undefined ? { labelSelector: parseLabelSelector(labelSelector) } : {}),
+        ...(labelSelector !== undefined ? { labelSelector: parseLabelSelector(labelSelector, { maxChars: ctx.config.maxLabelSelectorChars, maxTerms: ctx.config.maxLabelSelectorTerms }) } : {}),
       });
       void reply.header('cache-control', 'no-store');
       return {

@@ -70,6 +70,14 @@ function unitText(sections: [string, string[]][]): string {
  */
 export function mountUnits(mounts: readonly PlanMount[], filesystems: readonly ResolvedFilesystem[], problems: FieldProblem[]): Sourced<IgnitionUnit>[] {
   const out: Sourced<IgnitionUnit>[] = [];
+  // The first filesystem on each device and with each label, so each mount looks its
+  // filesystem up in constant time.
+  const byDevice = new Map<string, number>();
+  const byLabel = new Map<string, number>();
+  filesystems.forEach((f, j) => {
+    if (!byDevice.has(f.device)) byDevice.set(f.device, j);
+    if (f.label !== undefined && !byLabel.has(f.label)) byLabel.set(f.label, j);
+  });
   for (const [i, m] of mounts.entries()) {
     const origin = m.origin ?? `spec.provisioning.mounts[${i}]`;
     const fail = (message: string) => problems.push({ path: origin, message });
@@ -122,7 +130,10 @@ export function mountUnits(mounts: readonly PlanMount[], filesystems: readonly R
       fail(`the mount unit name for ${where} is longer than ${UNIT_NAME_MAX} characters`);
       continue;
     }
-    const fs = filesystems.find((f) => f.device === what || (f.label !== undefined && m.device === `LABEL=${f.label}`));
+    const onDevice = byDevice.get(what);
+    const withLabel = m.device.startsWith('LABEL=') ? byLabel.get(m.device.slice('LABEL='.length)) : undefined;
+    const first = Math.min(onDevice ?? Infinity, withLabel ?? Infinity);
+    const fs = first === Infinity ? undefined : filesystems[first];
     const type = m.fsType !== undefined && m.fsType !== 'auto' ? m.fsType : fs?.format;
     if (type !== undefined && !FS_TYPE.test(type)) {
       fail(`filesystem type ${JSON.stringify(type)} is not a type name`);

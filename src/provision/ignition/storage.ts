@@ -131,7 +131,7 @@ export interface ResolvedFilesystem {
 }
 
 /** The device a filesystem goes on, or a problem. */
-function filesystemDevice(fs: PlanFilesystem, disks: readonly PlanDisk[]): { device: string } | { problem: string } {
+function filesystemDevice(fs: PlanFilesystem, disks: ReadonlyMap<string, PlanDisk>): { device: string } | { problem: string } {
   if (!fs.device.startsWith('/')) return { problem: `Ignition needs an absolute device path, not ${JSON.stringify(fs.device)}` };
   const p = fs.partition;
   if (p === undefined || p === 'none') return { device: fs.device };
@@ -141,7 +141,7 @@ function filesystemDevice(fs: PlanFilesystem, disks: readonly PlanDisk[]): { dev
   }
   // auto / any: cloud-init picks a partition on the node; exact here only when the plan
   // itself gives the disk exactly one partition.
-  const disk = disks.find((d) => d.device === fs.device);
+  const disk = disks.get(fs.device);
   const count = disk === undefined ? undefined : disk.layout === true ? 1 : disk.layout === false ? 0 : disk.layout.length;
   if (count === 1) return { device: partitionDevice(fs.device, 1) };
   return { problem: `Ignition needs the exact device; "${p}" is chosen on the node by cloud-init, so give the partition number or none` };
@@ -167,6 +167,9 @@ export function filesystemEntries(
   const entries: Sourced<IgnitionFilesystem>[] = [];
   const resolved: ResolvedFilesystem[] = [];
   const seen = new Set<string>();
+  // The first disk entry per device (as a find over the list would give), looked up per filesystem.
+  const diskOf = new Map<string, PlanDisk>();
+  for (const d of disks) if (!diskOf.has(d.device)) diskOf.set(d.device, d);
   for (const [i, fs] of filesystems.entries()) {
     const origin = fs.origin ?? `spec.provisioning.diskSetup.filesystems[${i}]`;
     const before = problems.length;
@@ -180,7 +183,7 @@ export function filesystemEntries(
     if (fs.replaceFS !== undefined) {
       problems.push({ path: `${origin}.replaceFS`, message: 'Ignition cannot replace only a filesystem of a given type; use overwrite, or cloud-config' });
     }
-    const dev = filesystemDevice(fs, disks);
+    const dev = filesystemDevice(fs, diskOf);
     if ('problem' in dev) {
       problems.push({ path: `${origin}.${fs.device.startsWith('/') ? 'partition' : 'device'}`, message: dev.problem });
     } else if (seen.has(dev.device)) {

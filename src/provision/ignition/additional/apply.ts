@@ -183,7 +183,7 @@ export function mergeAdditionalConfig(generated: Obj, additional: PlanIgnitionAd
   try {
     read = readAdditionalConfig(additional.additionalConfig, additional.strict);
   } catch (e) {
-    if (e instanceof ParseProblem) throw new RequestError(fail([e.problem]));
+    if (e instanceof ParseProblem) throw new RequestError(fail([e.problem]), e.status);
     throw e;
   }
   const child = withoutVersion(read.config);

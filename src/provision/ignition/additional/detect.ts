@@ -9,6 +9,9 @@
  */
 import { CORE_SCHEMA, intYaml11Tag, load, YAML11_SCHEMA, YAMLException } from 'js-yaml';
 import { printParseErrorCode, visit } from 'jsonc-parser';
+import { RequestError } from '../../../errors.js';
+import { checkBounds, checkJsonDepth, DEFAULT_DOCUMENT_LIMITS } from '../../../request/bounds.js';
+import { formatPath } from '../../../request/parse.js';
 import { type ConfigProblem, isObject } from './shape.js';
 
 /**
@@ -29,10 +32,33 @@ export interface DetectedConfig {
   document: Record<string, unknown>;
 }
 
-/** Thrown with the problem (position, reason) when the text does not parse. */
+/**
+ * Thrown with the problem (position, reason) when the text does not parse, or (status
+ * 413) when what it parses to is over a document limit.
+ */
 export class ParseProblem extends Error {
-  constructor(readonly problem: ConfigProblem) {
+  constructor(
+    readonly problem: ConfigProblem,
+    readonly status: 413 | 422 = 422,
+  ) {
     super(problem.message);
+  }
+}
+
+/**
+ * Hold a parsed additional config to the default document limits ({@link checkBounds};
+ * it is a string inside a request that kept the configured ones), so its aliases cannot
+ * expand past them either.
+ */
+function bounded<T>(value: T): T {
+  try {
+    // Prototype-named keys are the shape reader's to report, as any unknown key.
+    checkBounds(value, DEFAULT_DOCUMENT_LIMITS, formatPath, { reservedKeys: false });
+    return value;
+  } catch (e) {
+    if (!(e instanceof RequestError)) throw e;
+    const p = e.problems[0]!;
+    throw new ParseProblem({ at: p.path, message: p.message }, e.status === 413 ? 413 : 422);
   }
 }
 
@@ -45,17 +71,25 @@ function yamlProblem(e: unknown): ConfigProblem {
 
 function loadYaml(text: string, schema: typeof CORE_SCHEMA): unknown {
   try {
-    return load(text, { schema, maxAliases: 100 });
+    return bounded(load(text, { schema, maxAliases: DEFAULT_DOCUMENT_LIMITS.maxAliases, maxDepth: DEFAULT_DOCUMENT_LIMITS.maxDepth, maxTotalMergeKeys: DEFAULT_DOCUMENT_LIMITS.maxNodes }));
   } catch (e) {
-    throw new ParseProblem(yamlProblem(e));
+    if (e instanceof ParseProblem) throw e;
+    const problem = yamlProblem(e);
+    throw new ParseProblem(problem, /exceeded max(Depth|Aliases|TotalMergeKeys)/.test(problem.message) ? 413 : 422);
   }
 }
 
 /** JSON.parse, with jsonc-parser's scanner for the position of the first error. */
 function parseJson(text: string): unknown {
   try {
-    return JSON.parse(text);
-  } catch {
+    checkJsonDepth(text, DEFAULT_DOCUMENT_LIMITS.maxDepth);
+  } catch (e) {
+    throw new ParseProblem({ at: '', message: (e as RequestError).problems[0]!.message }, 413);
+  }
+  try {
+    return bounded(JSON.parse(text));
+  } catch (e) {
+    if (e instanceof ParseProblem) throw e;
     let where = '';
     visit(text, { onError: (code, _o, _l, line, column) => void (where ||= ` at line ${line + 1} column ${column + 1}: ${printParseErrorCode(code)}`) }, { disallowComments: true });
     throw new ParseProblem({ at: '', message: `malformed JSON${where}` });

@@ -32,7 +32,7 @@ const LOCATION = /^(storage\.files|storage\.disks|passwd\.users)\[(\d+)\](?:\.(\
  * path (the last plan file at that path; its `permissions`, `content` or `owner` for
  * `mode`, `contents`/`append`, `user`/`group`), disks by device, users by name.
  */
-function requestField(at: string, config: Record<string, unknown>, plan: ProvisioningPlan): string | undefined {
+function requestField(at: string, config: Record<string, unknown>, plan: PlanIndex): string | undefined {
   const m = LOCATION.exec(at);
   if (!m) return undefined;
   const [, list, index, field] = m;
@@ -40,13 +40,31 @@ function requestField(at: string, config: Record<string, unknown>, plan: Provisi
   const entry = ((config[section] as Record<string, unknown[]> | undefined)?.[key] ?? [])[Number(index)] as Record<string, unknown> | undefined;
   if (!entry) return undefined;
   if (list === 'storage.files') {
-    const origin = plan.files.filter((f) => f.path === entry.path && f.origin !== undefined).at(-1)?.origin;
+    const origin = typeof entry.path === 'string' ? plan.files.get(entry.path) : undefined;
     if (origin === undefined) return undefined;
     const sub = field !== undefined ? FILE_FIELDS[field] : undefined;
     return sub ? `${origin}.${sub}` : origin;
   }
-  if (list === 'storage.disks') return plan.disks.find((d) => d.device === entry.device)?.origin;
-  return plan.users.find((u) => u.name === entry.name)?.origin;
+  if (list === 'storage.disks') return typeof entry.device === 'string' ? plan.disks.get(entry.device) : undefined;
+  return typeof entry.name === 'string' ? plan.users.get(entry.name) : undefined;
+}
+
+/** The origins {@link requestField} looks up, indexed once per render: files by path (the last with an origin), disks by device and users by name (the first). */
+interface PlanIndex {
+  files: Map<string, string>;
+  disks: Map<string, string | undefined>;
+  users: Map<string, string | undefined>;
+}
+
+/** Index a plan's origins for {@link requestField}, in time linear in the plan. */
+function indexPlan(plan: ProvisioningPlan): PlanIndex {
+  const files = new Map<string, string>();
+  for (const f of plan.files) if (f.origin !== undefined) files.set(f.path, f.origin);
+  const disks = new Map<string, string | undefined>();
+  for (const d of plan.disks) if (!disks.has(d.device)) disks.set(d.device, d.origin);
+  const users = new Map<string, string | undefined>();
+  for (const u of plan.users) if (!users.has(u.name)) users.set(u.name, u.origin);
+  return { files, disks, users };
 }
 
 /**
@@ -83,8 +101,9 @@ export function renderIgnitionV2(plan: ProvisioningPlan, options: { versionField
   const problems: FieldProblem[] = [];
   // What no plan item explains comes from the additional config when there is one
   // (bootwright's own entries all translate), else from asking for 2.3.0 at all.
+  let index: PlanIndex | undefined;
   const blame = (at: string, message: string, located = false): void => {
-    const field = requestField(at, v3.config, plan);
+    const field = requestField(at, v3.config, (index ??= indexPlan(plan)));
     problems.push(field ? { path: field, message } : { path: plan.ignition?.origin ?? versionField, message: located ? message : `${message} (at ${at} of the merged config)` });
   };
   if (v3.version !== '3.0.0') {
