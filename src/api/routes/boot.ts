@@ -16,6 +16,9 @@
  * /ignition, /nocloud) is written to the audit log with its status, refusals included.
  * Overload shedding (under-pressure, server.ts) applies here like everywhere: 503 with
  * Retry-After, which iPXE and Ignition retry.
+ *
+ * /ignition and /nocloud user-data are what pointer configs point at, fetched over HTTP:
+ * the profile's `output.platform` user data limit never refuses them ({@link sendTarget}).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
@@ -26,10 +29,12 @@ import { matchMachine } from '../../boot/match.js';
 import { metaData, networkConfig, vendorData } from '../../boot/nocloud.js';
 import { bootstrapUrl, IGNITION_PATH, NOCLOUD_FILES, nocloudPrefix, routeUrl, type Verdict, verifySignature } from '../../boot/sign.js';
 import { RequestError } from '../../errors.js';
+import { UserDataLimitError } from '../../platform.js';
 import { machineNodeBootstrap } from '../../store/assemble.js';
 import { NotFoundError } from '../../store/errors.js';
 import { resourceName, type MachineSpec, type StoredResource } from '../../store/resources.js';
-import { deliveryResponses, sendBootstrapData } from '../deliver.js';
+import type { KnownRequest } from '../cache.js';
+import { type DeliveryQuery, deliveryResponses, sendBootstrapData } from '../deliver.js';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import { sendProblem, type ServiceContext } from '../server.js';
 import { machineParts, partsKey } from './bootstrap.js';
@@ -64,6 +69,24 @@ const REFUSAL: Record<Exclude<Verdict, 'ok'>, string> = {
   expired: 'the signed URL has expired; boot again for a fresh one',
   invalid: 'the signature is not valid for this machine and route',
 };
+
+/**
+ * Send a machine's bootstrap data from a signed route: as `sendBootstrapData`, with the
+ * profile's platform limit applied (so a cloud-config that gzip fits is delivered as
+ * before), but when the payload cannot fit that limit it is served whole instead of
+ * refused: this is the target of a pointer config, which exists for exactly that case,
+ * and the machine fetches it over HTTP, not as user data.
+ *
+ * @throws as `sendBootstrapData`, except the platform's UserDataLimitError
+ */
+function sendTarget(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, known: KnownRequest, query: DeliveryQuery): void {
+  try {
+    sendBootstrapData(ctx, request, reply, known, query);
+  } catch (e) {
+    if (!(e instanceof UserDataLimitError)) throw e;
+    sendBootstrapData(ctx, request, reply, known, { ...query, platform: null });
+  }
+}
 
 /** A script that prints `lines` (already echo-safe) and starts over from /boot.ipxe after a pause. */
 function retryScript(lines: string[], baseUrl: string): string {
@@ -230,7 +253,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const parts = await machineParts(ctx.store, name, undefined);
       const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts));
       if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
-      sendBootstrapData(ctx, request, reply, known, { format: 'ignition', ignitionVersion });
+      sendTarget(ctx, request, reply, known, { format: 'ignition', ignitionVersion });
       return reply;
     },
   );
@@ -274,7 +297,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
         const parts = await machineParts(ctx.store, id, undefined);
         const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts));
         if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
-        sendBootstrapData(ctx, request, reply, known, { format: 'cloud-config' });
+        sendTarget(ctx, request, reply, known, { format: 'cloud-config' });
         return reply;
       }
       const machine = await ctx.store.get('Machine', id);
