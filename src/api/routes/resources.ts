@@ -33,7 +33,7 @@ const PROBLEMS = {
   403: 'Token lacks the scope',
   404: 'No such resource (or revision)',
   406: 'No acceptable media type',
-  409: 'Conflict: the name exists already, or machines still use the resource (named in detail)',
+  409: 'Conflict: the name exists already, machines still use the resource (named in detail), or another machine has one of the hardware selectors (errors[] names the field, the message the machine)',
   412: 'If-Match does not name the current revision',
   413: 'Body over the size limit',
   415: 'Body media type not JSON or YAML',
