@@ -435,7 +435,11 @@ describe('GET /v1/machines/{name}/bootstrap', () => {
   it('422 naming the field and the revisions when the three do not make a valid NodeBootstrap', async () => {
     const { bootstrapToken: _t, ...noToken } = CLUSTER;
     await send('post', '/v1/clusters', doc('Cluster', 'tokenless', { ...noToken, name: 'tokenless' }));
-    await send('post', '/v1/machines', machineDoc('node-x', { selectors: { mac: [] }, cluster: 'tokenless', profile: 'boot' }));
+    // Refused when written (issue 11 C)...
+    const written = await send('post', '/v1/machines', machineDoc('node-x', { selectors: { mac: [] }, cluster: 'tokenless', profile: 'boot' }));
+    assertProblem(written, 422, [{ path: 'spec.cluster.bootstrapToken' }]);
+    // ...and, for an inventory stored before that check (straight into the store), when served.
+    await store.create('Machine', { name: 'node-x', spec: { selectors: { mac: [], labels: {} }, cluster: 'tokenless', profile: 'boot', nodeLabels: {}, taints: [] } });
     const res = record(await bootstrap('node-x'));
     assertProblem(res, 422, [{ path: 'spec.cluster.bootstrapToken' }]);
     assert.match(res.body.detail, /machine "node-x" revision 1 with cluster "tokenless" revision 1 and profile "boot" revision 2/);

@@ -20,6 +20,8 @@ import { jsonSafeSpec, LIST_DOCUMENTS, READ_DOCUMENTS, restoreSecrets, REVISION_
 import { PreconditionFailedError } from '../../store/errors.js';
 import { RESOURCE_API_VERSION, RESOURCE_KINDS, resourceName, type ResourceKind, type StoredResource } from '../../store/resources.js';
 import { MAX_LIST_LIMIT, parseLabelSelector, type ResourceInput, type SpecOf } from '../../store/store.js';
+import { checkWrite, type WriteCheckContext } from '../../store/writecheck.js';
+import type { FastifyRequest } from 'fastify';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import type { ServiceContext } from '../server.js';
 import { noneMatch } from '../deliver.js';
@@ -114,6 +116,11 @@ function readWrite<K extends ResourceKind>(kind: K, body: unknown, current: Stor
   return { input: { name: metadata.name, ...(metadata.labels ? { labels: metadata.labels } : {}), spec: jsonSafeSpec(kind, spec as SpecOf<K>) }, restored };
 }
 
+/** What the write-time checks (src/store/writecheck.ts) need, for one request. */
+function writeCheckContext(ctx: ServiceContext, request: FastifyRequest): WriteCheckContext {
+  return { store: ctx.store, maxMachines: ctx.config.writeCheckMaxMachines, baseUrl: ctx.signing.baseUrl(request), signingKey: ctx.signing.key(), signedUrlSeconds: ctx.signing.lifetimeSeconds };
+}
+
 const nameParams = z.object({ name: resourceName.describe('the resource name (a DNS-1123 label)') });
 
 /** Register the routes of one kind (generic so each kind keeps its own document types). */
@@ -146,6 +153,7 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
     },
     async (request, reply) => {
       const { input } = readWrite(kind, request.body, undefined);
+      await checkWrite(kind, input, writeCheckContext(ctx, request));
       const created = await store.create(kind, input);
       void reply.code(201).header('etag', revisionEtag(created.revision)).header('location', `${base}/${created.name}`).header('cache-control', 'no-store');
       return toReadDocument(created);
@@ -237,6 +245,7 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
       if (input.name !== name) throw new RequestError([{ path: 'metadata.name', message: `must be "${name}", the name in the path (resources cannot be renamed)` }]);
       // Secrets put back from `current` must not land on top of a newer revision.
       if (restored) ifMatch = current.revision;
+      await checkWrite(kind, input, writeCheckContext(ctx, request));
       const updated = await store.replace(kind, input, ifMatch !== undefined ? { ifMatch } : {});
       void reply.header('etag', revisionEtag(updated.revision)).header('cache-control', 'no-store');
       return toReadDocument(updated);
