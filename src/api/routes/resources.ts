@@ -39,7 +39,7 @@ const PROBLEMS = {
   412: 'If-Match does not name the current revision',
   413: 'Body over the size limit',
   415: 'Body media type not JSON or YAML',
-  422: 'Invalid document: errors[] names each field (spec.cluster and spec.profile for missing references)',
+  422: 'Invalid document, or one that could not render or boot (alone, or with a machine using it, named in the message): errors[] names each field (spec.cluster and spec.profile for missing references)',
   429: 'Rate limit exceeded (Retry-After)',
   503: 'Overloaded (Retry-After)',
 } as const;
