@@ -40,6 +40,9 @@ const LABEL_KEY = /^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9](?:[
 /** Kubernetes label value (also a taint value): empty, or at most 63 characters of `[-A-Za-z0-9_.]`, alphanumeric at both ends. */
 const LABEL_VALUE = /^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
 
+/** Machines render-checked between two turns of the event loop. */
+const YIELD_EVERY = 20;
+
 /** What the checks need from the service. */
 export interface WriteCheckContext {
   store: Store;
@@ -193,7 +196,9 @@ export async function checkWrite<K extends ResourceKind>(kind: K, input: Resourc
   // The other part of each machine, read once per name.
   const clusters = new Map<string, StoredResource<ClusterSpec> | undefined>();
   const profiles = new Map<string, StoredResource<ProfileSpec> | undefined>();
-  for (const name of users) {
+  for (const [i, name] of users.entries()) {
+    // Renders are synchronous (about 1-2 ms each): let other requests run between batches.
+    if (i > 0 && i % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
     const machine = await current(ctx.store, 'Machine', name);
     if (!machine) continue; // deleted meanwhile
     let parts: AssemblyParts | undefined;
