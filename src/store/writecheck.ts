@@ -80,6 +80,60 @@ export function machineFieldProblems(spec: MachineSpec): FieldProblem[] {
   return problems;
 }
 
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Problems with one `node-labels` value (`k=v,k2=v2`) at `path`. */
+function nodeLabelsProblems(value: unknown, path: string): FieldProblem[] {
+  if (typeof value !== 'string' || value === '') return [];
+  const bad = value.split(',').findIndex((term) => {
+    const eq = term.indexOf('=');
+    return eq < 0 || !LABEL_KEY.test(term.slice(0, eq)) || !LABEL_VALUE.test(term.slice(eq + 1));
+  });
+  return bad < 0 ? [] : [{ path, message: `label ${bad + 1} is not key=value with a Kubernetes label key and value` }];
+}
+
+/**
+ * Problems with the values of a (schema-valid, assembled) NodeBootstrap's kubeadm
+ * overrides that kubeadm or kubelet would refuse only on the node, at their
+ * `spec.kubeadm...` paths: `nodeRegistration.taints[i]` keys and values,
+ * `kubeletExtraArgs` `node-labels` terms, and `localAPIEndpoint.advertiseAddress`
+ * (init) or `controlPlane.localAPIEndpoint.advertiseAddress` (join), which must be IP
+ * addresses (kubeadm `ValidateAPIEndpoint`). Other shapes are the builder's.
+ */
+export function kubeadmValueProblems(kubeadm: Obj | undefined): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  for (const key of ['initConfiguration', 'joinConfiguration']) {
+    const config = kubeadm?.[key];
+    if (!isObj(config)) continue;
+    const at = `spec.kubeadm.${key}`;
+    const registration = config.nodeRegistration;
+    if (isObj(registration)) {
+      if (Array.isArray(registration.taints)) {
+        registration.taints.forEach((t: unknown, i) => {
+          if (!isObj(t)) return;
+          if (typeof t.key === 'string' && !LABEL_KEY.test(t.key)) problems.push({ path: `${at}.nodeRegistration.taints[${i}].key`, message: 'must be a Kubernetes qualified name' });
+          if (typeof t.value === 'string' && !LABEL_VALUE.test(t.value)) problems.push({ path: `${at}.nodeRegistration.taints[${i}].value`, message: 'must be a Kubernetes label value' });
+        });
+      }
+      const args = registration.kubeletExtraArgs;
+      if (isObj(args)) problems.push(...nodeLabelsProblems(args['node-labels'], `${at}.nodeRegistration.kubeletExtraArgs.node-labels`));
+      if (Array.isArray(args)) {
+        args.forEach((a: unknown, i) => {
+          if (isObj(a) && a.name === 'node-labels') problems.push(...nodeLabelsProblems(a.value, `${at}.nodeRegistration.kubeletExtraArgs[${i}].value`));
+        });
+      }
+    }
+    const endpoint = key === 'initConfiguration' ? config.localAPIEndpoint : isObj(config.controlPlane) ? config.controlPlane.localAPIEndpoint : undefined;
+    const address = isObj(endpoint) ? endpoint.advertiseAddress : undefined;
+    if (typeof address === 'string' && isIP(address) === 0) {
+      const path = key === 'initConfiguration' ? `${at}.localAPIEndpoint.advertiseAddress` : `${at}.controlPlane.localAPIEndpoint.advertiseAddress`;
+      problems.push({ path, message: 'must be an IPv4 or IPv6 address (kubeadm localAPIEndpoint.advertiseAddress)' });
+    }
+  }
+  return problems;
+}
+
 /**
  * Problems building the iPXE script of `profile` for `machine` (ipxe.ts `machineScript`
  * with the machine's signed bootstrap URL), at `boot.*` paths; [] without a boot section.
@@ -98,7 +152,8 @@ export function bootProblems(profile: ProfileSpec, machine: string, ctx: Pick<Wr
 
 /**
  * Render-check one machine with its cluster and profile: machine fields, assembly and
- * validation, the render the boot routes do, and the boot script.
+ * validation, the kubeadm override values ({@link kubeadmValueProblems}), the render the
+ * boot routes do, and the boot script.
  *
  * @returns the problems, at NodeBootstrap paths (`spec.kubeadm...`), machine paths
  *   (`spec.nodeLabels...`) or `boot.*`; [] when the machine can boot.
@@ -110,6 +165,7 @@ export function renderCheck(parts: AssemblyParts, ctx: Pick<WriteCheckContext, '
   const problems: FieldProblem[] = [];
   try {
     const req = machineNodeBootstrap(parts);
+    problems.push(...kubeadmValueProblems(req.spec.kubeadm));
     renderNodeBootstrap(req, { format: bootFormat(parts.profile.spec.output?.format), platform: null });
   } catch (e) {
     if (!(e instanceof RequestError)) throw e;

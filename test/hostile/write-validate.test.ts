@@ -48,6 +48,10 @@ describe('profiles: kubeadm overrides, files, commands', () => {
     ['nodeRegistration a string', { kubeadm: { joinConfiguration: { nodeRegistration: 'x' } } }, 'spec.kubeadm.joinConfiguration.nodeRegistration'],
     ['an unknown JoinConfiguration field', { kubeadm: { joinConfiguration: { bogus: 1 } } }, 'spec.kubeadm.joinConfiguration.bogus'],
     ['taints not a list', { kubeadm: { joinConfiguration: { nodeRegistration: { taints: 'x' } } } }, 'spec.kubeadm.joinConfiguration.nodeRegistration.taints'],
+    ['a nodeRegistration taint key with a space', { kubeadm: { joinConfiguration: { nodeRegistration: { taints: [{ key: 'a b', effect: 'NoSchedule' }] } } } }, 'spec.kubeadm.joinConfiguration.nodeRegistration.taints[0].key'],
+    ['node-labels with a term that is no label', { kubeadm: { joinConfiguration: { nodeRegistration: { kubeletExtraArgs: { 'node-labels': 'a=b,c' } } } } }, 'spec.kubeadm.joinConfiguration.nodeRegistration.kubeletExtraArgs.node-labels'],
+    ['node-labels (v1beta4 list) with a bad value', { kubeadm: { joinConfiguration: { nodeRegistration: { kubeletExtraArgs: [{ name: 'node-labels', value: 'a=b c' }] } } } }, 'spec.kubeadm.joinConfiguration.nodeRegistration.kubeletExtraArgs[0].value'],
+    ['a join advertise address that is no IP address', { role: 'control-plane', kubeadm: { joinConfiguration: { controlPlane: { localAPIEndpoint: { advertiseAddress: 'cp.example.com' } } } } }, 'spec.kubeadm.joinConfiguration.controlPlane.localAPIEndpoint.advertiseAddress'],
     ['a file at the boot stamp', { provisioning: { files: [{ path: '/var/lib/bootwright/kubeadm-bootstrap.done', content: '' }] } }, 'spec.provisioning.files[0].path'],
     ['a file at /var/lib, above the stamp', { provisioning: { files: [{ path: '/var/lib', content: '' }] } }, 'spec.provisioning.files[0].path'],
     ['an additional Ignition config at the stamp', { output: { format: 'ignition' }, provisioning: { ignition: { containerLinuxConfig: { additionalConfig: 'variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n    - path: /var/lib/bootwright/kubeadm-bootstrap.done\n' } } } }, 'spec.provisioning.ignition.containerLinuxConfig.additionalConfig'],
@@ -108,6 +112,9 @@ describe('cluster and profile changes render-check the machines that use them', 
   it('changes every machine can take are stored', async () => {
     assert.equal((await inv.send('put', '/v1/clusters/prod', doc('Cluster', 'prod', clusterSpec({ certificateKey: CP_KEY, controlPlaneEndpoint: 'api2.prod.example.com:6443' })))).status, 200);
     assert.equal((await inv.send('put', '/v1/profiles/cp', doc('Profile', 'cp', workerProfileSpec({ role: 'control-plane', boot: { ...BOOT, args: ['console=ttyS0', 'quiet'] } })))).status, 200);
+    // A profile's own node-labels may list several labels.
+    const labels = { kubeadm: { joinConfiguration: { nodeRegistration: { kubeletExtraArgs: { 'node-labels': 'a=b,example.com/c=d,e=' } } } } };
+    assert.equal((await inv.send('put', '/v1/profiles/worker', doc('Profile', 'worker', workerProfileSpec({ boot: BOOT, ...labels })))).status, 200);
   });
 });
 
