@@ -103,6 +103,12 @@ export const configSchema = z.strictObject({
    * Machine (id) that `/ipxe` answers for a machine matching no selector, e.g. a
    * discovery or installer image. Default: none (unknown machines get a retry script).
    */
+  /**
+   * Most machines a cluster or profile write render-checks (every machine naming it is
+   * assembled and rendered before the write is stored); a write affecting more is a 422
+   * naming this limit.
+   */
+  writeCheckMaxMachines: z.coerce.number().int().min(1).default(1000),
   defaultMachine: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a machine id (DNS-1123 label)').optional(),
   /**
    * Store writes that unauthenticated firmware requests may cause per client address
@@ -144,6 +150,7 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_URL_SIGNING_KEY: 'urlSigningKey',
   BOOTWRIGHT_SIGNED_URL_SECONDS: 'signedUrlSeconds',
   BOOTWRIGHT_DEFAULT_MACHINE: 'defaultMachine',
+  BOOTWRIGHT_WRITE_CHECK_MAX_MACHINES: 'writeCheckMaxMachines',
   BOOTWRIGHT_DATABASE_URL: 'databaseUrl',
   BOOTWRIGHT_UNAUTHENTICATED_WRITES_PER_MINUTE: 'unauthenticatedWritesPerMinute',
   BOOTWRIGHT_REFUSED_AUDIT_INTERVAL_SECONDS: 'refusedAuditIntervalSeconds',

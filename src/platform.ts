@@ -38,6 +38,18 @@ const POINTER_HINT =
   'give the machine a pointer config instead (GET /v1/machines/{name}/bootstrap?pointer=true: a few hundred bytes that fetch the data from bootwright)';
 
 /**
+ * A payload over a platform's user data limit that cannot be made to fit (a 422 at the
+ * field that named the platform). Its own class so that the routes serving a pointer
+ * config's target, which is fetched over HTTP and is not user data, can tell it apart.
+ */
+export class UserDataLimitError extends RequestError {
+  constructor(field: string, message: string) {
+    super([{ path: field, message }]);
+    this.name = 'UserDataLimitError';
+  }
+}
+
+/**
  * Fit a rendered payload into `platform`'s user data limit.
  *
  * @param format the payload's format
@@ -46,7 +58,7 @@ const POINTER_HINT =
  * @param field the request field or flag that named the platform, for the error
  * @returns nothing to change when the payload fits; for a cloud-config over the limit
  *   whose deterministic gzip (RFC 1952, mtime 0) fits, that gzip and a warning
- * @throws RequestError (422) at `field` when the payload cannot be made to fit: an
+ * @throws UserDataLimitError (422) at `field` when the payload cannot be made to fit: an
  *   Ignition config over the limit (Ignition reads no compressed user data), or a
  *   cloud-config over it even compressed; the message suggests the pointer config
  */
@@ -56,11 +68,11 @@ export function fitUserData(format: OutputFormat, body: string, platform: Platfo
   if (size <= limit) return { warnings: [] };
   const over = `over the ${limit}-byte user data limit of ${platform} (${name})`;
   if (format === 'ignition') {
-    throw new RequestError([{ path: field, message: `the Ignition config is ${size} bytes, ${over}, and Ignition reads no compressed user data: ${POINTER_HINT}` }]);
+    throw new UserDataLimitError(field, `the Ignition config is ${size} bytes, ${over}, and Ignition reads no compressed user data: ${POINTER_HINT}`);
   }
   const gzip = gzipDeterministic(Buffer.from(body, 'utf8'));
   if (gzip.length > limit) {
-    throw new RequestError([{ path: field, message: `the cloud-config is ${size} bytes (${gzip.length} gzip-compressed), ${over} even compressed: ${POINTER_HINT}` }]);
+    throw new UserDataLimitError(field, `the cloud-config is ${size} bytes (${gzip.length} gzip-compressed), ${over} even compressed: ${POINTER_HINT}`);
   }
   return {
     gzip,

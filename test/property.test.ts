@@ -51,8 +51,9 @@ const fragment = fc.oneof(
 const text = fc.array(fragment, { maxLength: 10 }).map((a) => a.join(''));
 /** One line: no CR or LF (other unicode line separators stay). */
 const singleLine = text.map((s) => s.replace(/[\r\n]/g, ' '));
-const multiLine = fc.array(singleLine, { minLength: 2, maxLength: 4 }).map((a) => a.join('\n'));
-const command = fc.oneof({ weight: 3, arbitrary: singleLine }, { weight: 1, arbitrary: multiLine });
+/** Commands hold no control character but TAB and LF (schema.ts `commandControlProblem`). */
+const commandLine = singleLine.map((s) => s.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, ' '));
+const command = fc.oneof({ weight: 3, arbitrary: commandLine }, { weight: 1, arbitrary: fc.array(commandLine, { minLength: 2, maxLength: 4 }).map((a) => a.join('\n')) });
 const commands = fc.array(command, { maxLength: 4 });
 
 const bytes = fc.oneof(

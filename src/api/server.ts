@@ -16,7 +16,7 @@ import { createJsonSchemaTransform, createJsonSchemaTransformObject, serializerC
 import { type Config, documentLimits, type Scope } from '../config.js';
 import { RequestError } from '../errors.js';
 import { AssemblyError } from '../store/assemble.js';
-import { AlreadyExistsError, InvalidArgumentError, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from '../store/errors.js';
+import { AlreadyExistsError, DuplicateSelectorError, InvalidArgumentError, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from '../store/errors.js';
 import { storageFault } from '../store/faults.js';
 import { openSqliteStore } from '../store/sqlite.js';
 import type { Store } from '../store/store.js';
@@ -205,6 +205,11 @@ function handleError(this: { config: Config; metrics: Metrics }, error: FastifyE
   if (error instanceof AssemblyError) return sendProblem(reply, 'invalid-request', 422, error.detail, error.problems);
   if (error instanceof NotFoundError) return sendProblem(reply, 'not-found', 404, error.message);
   if (error instanceof AlreadyExistsError) return sendProblem(reply, 'conflict', 409, `${error.message}; replace it with PUT`);
+  if (error instanceof DuplicateSelectorError) {
+    return sendProblem(reply, 'conflict', 409, `${error.message}: two machines would race for one machine's boot; remove it from one of them`, [
+      { path: error.field, message: `is already a selector of machine "${error.machine}"` },
+    ]);
+  }
   if (error instanceof ReferencedError) return sendProblem(reply, 'conflict', 409, `${error.message}; delete them or move them to another ${error.kind.toLowerCase()} first`);
   if (error instanceof PreconditionFailedError) return sendProblem(reply, 'precondition-failed', 412, `If-Match does not name the current revision: ${error.message}; read it again and retry`);
   if (error instanceof MissingReferenceError) {

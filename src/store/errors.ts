@@ -77,6 +77,23 @@ export class MissingReferenceError extends StoreError {
   }
 }
 
+/**
+ * A machine's hardware selector (a MAC address in any spelling, the UUID, the serial) is
+ * already another machine's: the two would race for one machine's boot. HTTP 409,
+ * `errors[]` naming the field.
+ */
+export class DuplicateSelectorError extends StoreError {
+  constructor(
+    /** The field of the machine being written, e.g. `spec.selectors.mac[1]`. */
+    readonly field: string,
+    /** The machine that has it already. */
+    readonly machine: string,
+  ) {
+    super(`${field} is already a selector of machine "${machine}"`);
+    this.name = 'DuplicateSelectorError';
+  }
+}
+
 /** An argument the store cannot use (a bad `limit`, `continue` token or MAC address). HTTP 400. */
 export class InvalidArgumentError extends StoreError {
   constructor(

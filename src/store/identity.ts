@@ -29,30 +29,44 @@ export type SelectorKind = 'mac' | 'uuid' | 'serial' | 'hostname' | 'label';
 export interface SelectorEntry {
   selector: SelectorKind;
   value: string;
+  /** The machine field it came from (`spec.selectors.mac[1]`), for errors. */
+  field?: string;
+}
+
+/** Selector kinds that name one piece of hardware: no two machines may share a value. */
+export const HARDWARE_SELECTORS: readonly SelectorKind[] = ['mac', 'uuid', 'serial'];
+
+/** The entries of {@link HARDWARE_SELECTORS}, in a fixed order (selector, then value): the order locks are taken in. */
+export function hardwareEntries(entries: readonly SelectorEntry[]): SelectorEntry[] {
+  return entries.filter((e) => HARDWARE_SELECTORS.includes(e.selector)).sort((a, b) => (a.selector + '\n' + a.value < b.selector + '\n' + b.value ? -1 : 1));
 }
 
 /**
- * The index entries of a machine's selectors: each MAC (normalised, deduplicated),
- * the UUID, serial and host name, and each free label as `key=value`.
+ * The index entries of a machine's selectors: each MAC (normalised, deduplicated: the
+ * first spelling's field is kept), the UUID, serial and host name, and each free label
+ * as `key=value`; MAC, UUID and serial entries carry the field they came from.
  *
  * @throws InvalidArgumentError naming `spec.selectors.mac[i]` or `spec.selectors.uuid`
  *   for a value that is not a MAC address or UUID.
  */
 export function selectorEntries(spec: MachineSpec): SelectorEntry[] {
   const entries = new Map<string, SelectorEntry>();
-  const add = (selector: SelectorKind, value: string) => entries.set(`${selector}\n${value}`, { selector, value });
+  const add = (selector: SelectorKind, value: string, field?: string) => {
+    const key = `${selector}\n${value}`;
+    if (!entries.has(key)) entries.set(key, { selector, value, ...(field !== undefined ? { field } : {}) });
+  };
   spec.selectors.mac.forEach((mac, i) => {
     const normal = normaliseMac(mac);
     if (normal === undefined) throw new InvalidArgumentError(`spec.selectors.mac[${i}]`, 'must be a MAC address such as aa:bb:cc:dd:ee:ff');
-    add('mac', normal);
+    add('mac', normal, `spec.selectors.mac[${i}]`);
   });
   if (spec.selectors.uuid !== undefined) {
     const normal = normaliseUuid(spec.selectors.uuid);
     if (normal === undefined) throw new InvalidArgumentError('spec.selectors.uuid', 'must be a UUID such as 4c4c4544-0042-3510-8052-b4c04f4e3232');
-    add('uuid', normal);
+    add('uuid', normal, 'spec.selectors.uuid');
   }
   const serial = spec.selectors.serial === undefined ? undefined : normaliseSerial(spec.selectors.serial);
-  if (serial !== undefined) add('serial', serial);
+  if (serial !== undefined) add('serial', serial, 'spec.selectors.serial');
   const hostname = spec.selectors.hostname === undefined ? undefined : normaliseHostname(spec.selectors.hostname);
   if (hostname !== undefined) add('hostname', hostname);
   for (const [key, value] of Object.entries(spec.selectors.labels)) add('label', `${key}=${value}`);

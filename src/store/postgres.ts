@@ -7,6 +7,8 @@
  * - every write is one transaction that first takes a transaction-scoped advisory lock
  *   on the resource (kind and name) and then reads its current row `FOR UPDATE`, so
  *   revision numbers and `ifMatch` checks are exact whichever replica writes;
+ * - a machine's write takes an advisory lock on each hardware selector value (MAC, UUID,
+ *   serial) before checking no other machine has it, so duplicates cannot race in;
  * - a machine's write reads its cluster and profile `FOR SHARE` while a delete of those
  *   locks them `FOR UPDATE` before looking for machines naming them, so a reference is
  *   never left dangling;
@@ -19,9 +21,9 @@
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import Postgrator from 'postgrator';
-import { AlreadyExistsError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
+import { AlreadyExistsError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
 import { storageFault } from './faults.js';
-import { discoveredKey, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
+import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
 import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
 import { CURRENT_JOIN, type CurrentRow, type DiscoveredRow, globEscape, type RevisionRow, sortedLabels, toDiscovered, toResource } from './rows.js';
 import {
@@ -253,6 +255,13 @@ export class PostgresStore implements Store {
       ]);
     }
     if (selectors) {
+      // Each hardware value is locked (in a fixed order, after the resource lock) until
+      // commit, so two machines written at once on any replicas cannot both take it.
+      for (const e of hardwareEntries(selectors)) {
+        await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`selector/${e.selector}/${e.value}`]);
+        const owner = (await client.query<{ machine: string }>('SELECT machine FROM machine_selectors WHERE selector = $1 AND value = $2 AND machine <> $3 ORDER BY machine LIMIT 1', [e.selector, e.value, name])).rows[0];
+        if (owner) throw new DuplicateSelectorError(e.field ?? `spec.selectors.${e.selector}`, owner.machine);
+      }
       await client.query('DELETE FROM machine_selectors WHERE machine = $1', [name]);
       if (selectors.length > 0) {
         await client.query('INSERT INTO machine_selectors (selector, value, machine) SELECT s, v, $3 FROM unnest($1::text[], $2::text[]) AS t (s, v) ON CONFLICT DO NOTHING', [

@@ -12,8 +12,8 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import Postgrator from 'postgrator';
-import { AlreadyExistsError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
-import { discoveredKey, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
+import { AlreadyExistsError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
+import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
 import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
 import { CURRENT_JOIN, type CurrentRow, type DiscoveredRow, globEscape, type RevisionRow, sortedLabels, toDiscovered, toResource } from './rows.js';
 import {
@@ -129,6 +129,7 @@ export class SqliteStore implements Store {
       insertLabel: db.prepare('INSERT INTO resource_labels (kind, name, key, value) VALUES (?, ?, ?, ?)'),
       deleteSelectors: db.prepare('DELETE FROM machine_selectors WHERE machine = ?'),
       insertSelector: db.prepare('INSERT INTO machine_selectors (selector, value, machine) VALUES (?, ?, ?)'),
+      selectorOwner: db.prepare<[string, string, string], { machine: string }>('SELECT machine FROM machine_selectors WHERE selector = ? AND value = ? AND machine <> ? ORDER BY machine LIMIT 1'),
       refClusters: db.prepare<[string], { name: string }>("SELECT name FROM resources WHERE kind = 'Machine' AND cluster = ? ORDER BY name"),
       refProfiles: db.prepare<[string], { name: string }>("SELECT name FROM resources WHERE kind = 'Machine' AND profile = ? ORDER BY name"),
       takeFetch: db.prepare<[string, number, number], { count: number }>(
@@ -189,6 +190,11 @@ export class SqliteStore implements Store {
     s.deleteLabels.run(kind, name);
     for (const [key, value] of Object.entries(labels)) s.insertLabel.run(kind, name, key, value);
     if (selectors) {
+      // Inside the write transaction (BEGIN IMMEDIATE): no other writer can take the value meanwhile.
+      for (const e of hardwareEntries(selectors)) {
+        const owner = s.selectorOwner.get(e.selector, e.value, name);
+        if (owner) throw new DuplicateSelectorError(e.field ?? `spec.selectors.${e.selector}`, owner.machine);
+      }
       s.deleteSelectors.run(name);
       for (const e of selectors) s.insertSelector.run(e.selector, e.value, name);
     }

@@ -127,7 +127,9 @@ export interface Store {
    *
    * @throws AlreadyExistsError when the name exists; MissingReferenceError when a
    *   machine names a missing cluster or profile; InvalidArgumentError for a machine
-   *   selector that is not a MAC address or UUID.
+   *   selector that is not a MAC address or UUID; DuplicateSelectorError when another
+   *   machine has one of its MAC addresses (any spelling), its UUID or its serial
+   *   (checked atomically with the write).
    */
   create<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>): Promise<StoredResource<SpecOf<K>>>;
 

@@ -89,9 +89,10 @@ before(async () => {
   await machine('m2', { mac: ['52:54:00:ab:cd:02'] }, 'cc');
   await machine('m3', { mac: ['52:54:00:ab:cd:03'] });
   await machine('pa', { mac: ['52:54:00:ab:cd:10'] });
-  await machine('pb', { mac: ['52:54:00:ab:cd:10'], uuid: '0e5a3c2b-1111-4222-8333-944455556610' });
-  await machine('tb', { serial: 'SN 42/A&B' });
-  await machine('ta', { serial: 'SN 42/A&B' });
+  // Hardware selectors (MAC, UUID, serial) are unique across machines; host names are not.
+  await machine('pb', { uuid: '0e5a3c2b-1111-4222-8333-944455556610', hostname: 'pb.example.com' });
+  await machine('tb', { hostname: 'SN 42/A&B' });
+  await machine('ta', { hostname: 'SN 42/A&B' });
   await machine('nb', { mac: ['52:54:00:ab:cd:20'] }, 'noboot');
   await machine('lim', { mac: ['52:54:00:ab:cd:30'] }, 'ign', { maxFetches: 2 });
 });
@@ -124,10 +125,12 @@ describe('boot scripts', () => {
   });
 
   it('most selectors matched wins; a tie goes to the more specific machine, then the lower name', async () => {
+    assert.equal(scriptMachine(await ipxe(`mac=52-54-00-ab-cd-10&uuid=0e5a3c2b-1111-4222-8333-944455556610&hostname_hex=${hex('pb.example.com')}`)), 'pb');
+    // pa and pb match one selector each: pb defines more.
     assert.equal(scriptMachine(await ipxe('mac=52-54-00-ab-cd-10&uuid=0e5a3c2b-1111-4222-8333-944455556610')), 'pb');
-    assert.equal(scriptMachine(await ipxe('mac=52-54-00-ab-cd-10')), 'pb');
-    // ta and tb define the same serial only; ${serial:hex} survives the & in it.
-    assert.equal(scriptMachine(await ipxe(`serial_hex=${hex('SN 42/A&B')}`)), 'ta');
+    assert.equal(scriptMachine(await ipxe('mac=52-54-00-ab-cd-10')), 'pa');
+    // ta and tb define the same host name only; ${hostname:hex} survives the & in it.
+    assert.equal(scriptMachine(await ipxe(`hostname_hex=${hex('SN 42/A&B')}`)), 'ta');
   });
 
   it('a configured default machine answers for an identity nothing else matches', async () => {
@@ -137,7 +140,7 @@ describe('boot scripts', () => {
       assert.equal(res.status, 200);
       assert.equal(scriptMachine(res.text), 'pb');
       // a registered machine still wins over the default
-      const own = await request(withDefault.app.server).get(`/ipxe?serial_hex=${hex('SN 42/A&B')}`);
+      const own = await request(withDefault.app.server).get(`/ipxe?hostname_hex=${hex('SN 42/A&B')}`);
       assert.equal(scriptMachine(own.text), 'ta');
     } finally {
       await withDefault.app.close();
@@ -235,7 +238,7 @@ describe('signed URLs', () => {
 
   it('logs never hold a signature (a signed URL is a credential until it expires)', async () => {
     const seed = nocloudSeed(await ipxe('mac=52:54:00:ab:cd:02'))!;
-    const ign = ignitionUrl(await ipxe('mac=52-54-00-ab-cd-10'))!;
+    const ign = ignitionUrl(await ipxe(`uuid=0e5a3c2b-1111-4222-8333-944455556610&hostname_hex=${hex('pb.example.com')}`))!;
     assert.equal((await fetchPath(`${seed}meta-data`)).status, 200);
     assert.equal((await fetchPath(ign)).status, 200);
     const logs = svc.logs();

@@ -5,6 +5,7 @@
  * over time, the same bytes as POST /v1/render), and persistence across a restart.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -82,8 +83,10 @@ const workerProfile = (extra: Record<string, unknown> = {}) => ({
   provisioning: { users: [{ name: 'ops', passwd: PASSWD, sudo: 'ALL=(ALL) NOPASSWD:ALL' }], preKubeadmCommands: ['swapoff -a'] },
   ...extra,
 });
+/** A MAC of the machine's own (hardware selectors are unique across machines), from its name. */
+const macOf = (name: string) => `AA-BB-${createHash('sha256').update(name).digest('hex').slice(0, 8).replace(/(..)(?!$)/g, '$1-').toUpperCase()}`;
 const machineDoc = (name: string, spec: Record<string, unknown> = {}, labels?: Record<string, string>) =>
-  doc('Machine', name, { selectors: { mac: ['AA-BB-CC-DD-EE-01'] }, cluster: 'prod', profile: 'worker', ...spec }, labels);
+  doc('Machine', name, { selectors: { mac: [macOf(name)] }, cluster: 'prod', profile: 'worker', ...spec }, labels);
 
 const assertProblem = (res: request.Response, status: number, errors?: { path: string; message?: RegExp }[]) => {
   assert.equal(res.status, status, res.text);
@@ -232,7 +235,7 @@ describe('machines: references', () => {
     const res = await send('post', '/v1/machines', machineDoc('m-1', { nodeLabels: { rack: 'r1' } }));
     assert.equal(res.status, 201, res.text);
     assert.deepEqual(res.body.status, { clusterRevision: 1, profileRevision: 1 });
-    assert.deepEqual(res.body.spec.selectors.mac, ['AA-BB-CC-DD-EE-01'], 'specs read back as written');
+    assert.deepEqual(res.body.spec.selectors.mac, [macOf('m-1')], 'specs read back as written');
   });
 
   it('deleting a cluster or profile still used is 409 naming the machines', async () => {
@@ -432,7 +435,11 @@ describe('GET /v1/machines/{name}/bootstrap', () => {
   it('422 naming the field and the revisions when the three do not make a valid NodeBootstrap', async () => {
     const { bootstrapToken: _t, ...noToken } = CLUSTER;
     await send('post', '/v1/clusters', doc('Cluster', 'tokenless', { ...noToken, name: 'tokenless' }));
-    await send('post', '/v1/machines', machineDoc('node-x', { selectors: { mac: [] }, cluster: 'tokenless', profile: 'boot' }));
+    // Refused when written (issue 11 C)...
+    const written = await send('post', '/v1/machines', machineDoc('node-x', { selectors: { mac: [] }, cluster: 'tokenless', profile: 'boot' }));
+    assertProblem(written, 422, [{ path: 'spec.cluster.bootstrapToken' }]);
+    // ...and, for an inventory stored before that check (straight into the store), when served.
+    await store.create('Machine', { name: 'node-x', spec: { selectors: { mac: [], labels: {} }, cluster: 'tokenless', profile: 'boot', nodeLabels: {}, taints: [] } });
     const res = record(await bootstrap('node-x'));
     assertProblem(res, 422, [{ path: 'spec.cluster.bootstrapToken' }]);
     assert.match(res.body.detail, /machine "node-x" revision 1 with cluster "tokenless" revision 1 and profile "boot" revision 2/);

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AlreadyExistsError, InvalidArgumentError, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from '../../src/store/errors.js';
+import { AlreadyExistsError, DuplicateSelectorError, InvalidArgumentError, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from '../../src/store/errors.js';
 import type { ClusterSpec, MachineSpec, ProfileSpec } from '../../src/store/resources.js';
 import type { Store } from '../../src/store/store.js';
 
@@ -402,18 +402,19 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
           name: 'node-1',
           spec: machine({}, { mac: ['AA:BB:CC:DD:EE:01', 'aabb.ccdd.ee02'], uuid: '4C4C4544-0042-3510-8052-B4C04F4E3232', serial: 'SN-1', hostname: 'Node1.Example.COM', labels: { rack: 'r1' } }),
         });
-        await store.create('Machine', { name: 'node-2', spec: machine({}, { mac: ['aa-bb-cc-dd-ee-03'], serial: 'SN-1' }) });
+        await store.create('Machine', { name: 'node-2', spec: machine({}, { mac: ['aa-bb-cc-dd-ee-03'], serial: 'SN-2', hostname: 'NODE1.example.com' }) });
         await store.create('Machine', { name: 'node-0', spec: machine({}, { mac: ['AABBCCDDEE04'], labels: { rack: 'r1' } }) });
         const find = async (identity: Parameters<Store['findMachinesBy']>[0]) => (await store.findMachinesBy(identity)).map((m) => m.name);
         for (const mac of ['aa:bb:cc:dd:ee:01', 'AA-BB-CC-DD-EE-01', 'aabb.ccdd.ee01', 'AABBCCDDEE01', 'aa:bb:cc:dd:ee:02']) assert.deepEqual(await find({ mac }), ['node-1'], mac);
         assert.deepEqual(await find({ mac: 'aa:bb:cc:dd:ee:04' }), ['node-0']);
         assert.deepEqual(await find({ uuid: '4c4c4544-0042-3510-8052-b4c04f4e3232' }), ['node-1']);
         assert.deepEqual(await find({ uuid: '4C4C454400423510 8052B4C04F4E3232'.replace(' ', '') }), ['node-1']);
-        assert.deepEqual(await find({ hostname: 'node1.example.com' }), ['node-1']);
-        assert.deepEqual(await find({ serial: 'SN-1' }), ['node-1', 'node-2'], 'sorted by name');
+        assert.deepEqual(await find({ hostname: 'node1.example.com' }), ['node-1', 'node-2'], 'sorted by name');
+        assert.deepEqual(await find({ serial: 'SN-1' }), ['node-1']);
         assert.deepEqual(await find({ serial: 'sn-1' }), [], 'serials compare exactly');
         assert.deepEqual(await find({ labels: { rack: 'r1' } }), ['node-0', 'node-1']);
         assert.deepEqual(await find({ mac: 'aa:bb:cc:dd:ee:03', serial: 'SN-1' }), ['node-1', 'node-2'], 'any selector matching');
+        assert.deepEqual(await find({ serial: 'SN-2' }), ['node-2']);
         assert.deepEqual(await find({ mac: 'ff:ff:ff:ff:ff:ff' }), []);
         assert.deepEqual(await find({ mac: 'garbage' }), [], 'an unparseable value selects nothing');
         assert.deepEqual(await find({}), []);
@@ -435,6 +436,35 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
         await assert.rejects(store.create('Machine', { name: 'node-1', spec: machine({}, { mac: ['aa:bb:cc:dd:ee:01', 'aa:bb:cc:dd:ee'] }) }), (e) => e instanceof InvalidArgumentError && e.field === 'spec.selectors.mac[1]');
         await assert.rejects(store.create('Machine', { name: 'node-1', spec: machine({}, { uuid: 'nope' }) }), (e) => e instanceof InvalidArgumentError && e.field === 'spec.selectors.uuid');
         await assert.rejects(store.get('Machine', 'node-1'), NotFoundError);
+      }, true));
+
+      it('refuses a MAC (any spelling), UUID (any case) or serial another machine has, naming the field and the machine', using(makeStore, async (store) => {
+        const uuid = '4C4C4544-0042-3510-8052-B4C04F4E3232';
+        await store.create('Machine', { name: 'node-1', spec: machine({}, { mac: ['aa:bb:cc:dd:ee:01'], uuid, serial: 'SN-1', hostname: 'shared' }) });
+        const dup = (field: string) => (e: unknown) => e instanceof DuplicateSelectorError && e.field === field && e.machine === 'node-1';
+        await assert.rejects(store.create('Machine', { name: 'node-2', spec: machine({}, { mac: ['aa:bb:cc:dd:ee:02', 'AABB.CCDD.EE01'] }) }), dup('spec.selectors.mac[1]'));
+        await assert.rejects(store.create('Machine', { name: 'node-2', spec: machine({}, { uuid: uuid.toLowerCase().replaceAll('-', '') }) }), dup('spec.selectors.uuid'));
+        await assert.rejects(store.create('Machine', { name: 'node-2', spec: machine({}, { serial: ' SN-1 ' }) }), dup('spec.selectors.serial'));
+        await assert.rejects(store.get('Machine', 'node-2'), NotFoundError, 'nothing written');
+        // Host names and labels may be shared; a machine keeps its own selectors on replace.
+        await store.create('Machine', { name: 'node-2', spec: machine({}, { mac: ['aa:bb:cc:dd:ee:02'], hostname: 'SHARED' }) });
+        await store.replace('Machine', { name: 'node-1', spec: machine({ maxFetches: 2 }, { mac: ['AA-BB-CC-DD-EE-01'], uuid, serial: 'SN-1' }) });
+        await assert.rejects(store.replace('Machine', { name: 'node-2', spec: machine({}, { mac: ['aa:bb:cc:dd:ee:02'], serial: 'SN-1' }) }), dup('spec.selectors.serial'));
+        assert.equal((await store.get('Machine', 'node-2')).revision, 1);
+        // Deleted, its selectors are free again.
+        await store.delete('Machine', 'node-1');
+        await store.replace('Machine', { name: 'node-2', spec: machine({}, { mac: ['aa:bb:cc:dd:ee:01'], uuid, serial: 'SN-1' }) });
+      }, true));
+
+      it('two machines written at once with one MAC: exactly one is stored', using(makeStore, async (store) => {
+        for (let round = 0; round < 5; round++) {
+          const mac = `aa:bb:cc:dd:e${round}:01`;
+          const names = Array.from({ length: 4 }, (_, i) => `race-${round}-${i}`);
+          const results = await Promise.allSettled(names.map((name, i) => store.create('Machine', { name, spec: machine({}, { mac: [i % 2 ? mac.toUpperCase() : mac.replaceAll(':', '-')] }) })));
+          assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1, JSON.stringify(results.map((r) => r.status)));
+          for (const r of results) if (r.status === 'rejected') assert.ok(r.reason instanceof DuplicateSelectorError, String(r.reason));
+          assert.equal((await store.findMachinesBy({ mac })).length, 1);
+        }
       }, true));
     });
 

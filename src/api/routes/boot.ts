@@ -18,6 +18,9 @@
  * Retry-After, which iPXE and Ignition retry. The writes unauthenticated requests cause
  * (sightings, refusal rows) are bounded (src/api/unauthenticated.ts); a served answer
  * whose audit row cannot be written becomes a 503.
+ *
+ * /ignition and /nocloud user-data are what pointer configs point at, fetched over HTTP:
+ * the profile's `output.platform` user data limit never refuses them ({@link sendTarget}).
  */
 import { documentLimits } from '../../config.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -29,12 +32,14 @@ import { matchMachine } from '../../boot/match.js';
 import { metaData, networkConfig, vendorData } from '../../boot/nocloud.js';
 import { bootstrapUrl, IGNITION_PATH, NOCLOUD_FILES, nocloudPrefix, routeUrl, type Verdict, verifySignature } from '../../boot/sign.js';
 import { RequestError } from '../../errors.js';
+import { UserDataLimitError } from '../../platform.js';
 import { machineNodeBootstrap } from '../../store/assemble.js';
 import { NotFoundError } from '../../store/errors.js';
 import { storageFault } from '../../store/faults.js';
 import { isRefusal } from '../../store/store.js';
 import { resourceName, type MachineSpec, type StoredResource } from '../../store/resources.js';
-import { deliveryResponses, sendBootstrapData } from '../deliver.js';
+import type { KnownRequest } from '../cache.js';
+import { type DeliveryQuery, deliveryResponses, sendBootstrapData } from '../deliver.js';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import { sendProblem, type ServiceContext, storageUnavailable } from '../server.js';
 import { UnauthenticatedWrites } from '../unauthenticated.js';
@@ -70,6 +75,24 @@ const REFUSAL: Record<Exclude<Verdict, 'ok'>, string> = {
   expired: 'the signed URL has expired; boot again for a fresh one',
   invalid: 'the signature is not valid for this machine and route',
 };
+
+/**
+ * Send a machine's bootstrap data from a signed route: as `sendBootstrapData`, with the
+ * profile's platform limit applied (so a cloud-config that gzip fits is delivered as
+ * before), but when the payload cannot fit that limit it is served whole instead of
+ * refused: this is the target of a pointer config, which exists for exactly that case,
+ * and the machine fetches it over HTTP, not as user data.
+ *
+ * @throws as `sendBootstrapData`, except the platform's UserDataLimitError
+ */
+function sendTarget(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, known: KnownRequest, query: DeliveryQuery): void {
+  try {
+    sendBootstrapData(ctx, request, reply, known, query);
+  } catch (e) {
+    if (!(e instanceof UserDataLimitError)) throw e;
+    sendBootstrapData(ctx, request, reply, known, { ...query, platform: null });
+  }
+}
 
 /** A script that prints `lines` (already echo-safe) and starts over from /boot.ipxe after a pause. */
 function retryScript(lines: string[], baseUrl: string): string {
@@ -272,7 +295,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const parts = await machineParts(ctx.store, name, undefined);
       const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts, documentLimits(ctx.config)));
       if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
-      sendBootstrapData(ctx, request, reply, known, { format: 'ignition', ignitionVersion });
+      sendTarget(ctx, request, reply, known, { format: 'ignition', ignitionVersion });
       return reply;
     },
   );
@@ -316,7 +339,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
         const parts = await machineParts(ctx.store, id, undefined);
         const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts, documentLimits(ctx.config)));
         if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
-        sendBootstrapData(ctx, request, reply, known, { format: 'cloud-config' });
+        sendTarget(ctx, request, reply, known, { format: 'cloud-config' });
         return reply;
       }
       const machine = await ctx.store.get('Machine', id);

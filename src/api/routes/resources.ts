@@ -21,6 +21,8 @@ import { jsonSafeSpec, LIST_DOCUMENTS, READ_DOCUMENTS, restoreSecrets, REVISION_
 import { PreconditionFailedError } from '../../store/errors.js';
 import { RESOURCE_API_VERSION, RESOURCE_KINDS, resourceName, type ResourceKind, type StoredResource } from '../../store/resources.js';
 import { MAX_LIST_LIMIT, parseLabelSelector, type ResourceInput, type SpecOf } from '../../store/store.js';
+import { checkWrite, type WriteCheckContext } from '../../store/writecheck.js';
+import type { FastifyRequest } from 'fastify';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import type { ServiceContext } from '../server.js';
 import { noneMatch } from '../deliver.js';
@@ -34,11 +36,11 @@ const PROBLEMS = {
   403: 'Token lacks the scope',
   404: 'No such resource (or revision)',
   406: 'No acceptable media type',
-  409: 'Conflict: the name exists already, or machines still use the resource (named in detail)',
+  409: 'Conflict: the name exists already, machines still use the resource (named in detail), or another machine has one of the hardware selectors (errors[] names the field, the message the machine)',
   412: 'If-Match does not name the current revision',
   413: 'Body over the size limit',
   415: 'Body media type not JSON or YAML',
-  422: 'Invalid document: errors[] names each field (spec.cluster and spec.profile for missing references)',
+  422: 'Invalid document, or one that could not render or boot (alone, or with a machine using it, named in the message): errors[] names each field (spec.cluster and spec.profile for missing references)',
   429: 'Rate limit exceeded (Retry-After)',
   503: 'Overloaded, or the inventory store cannot be used (disk full, I/O error, database unavailable): retry after Retry-After',
 } as const;
@@ -127,6 +129,11 @@ function readWrite<K extends ResourceKind>(kind: K, body: unknown, current: Stor
   return { input: { name: metadata.name, ...(metadata.labels ? { labels: metadata.labels } : {}), spec: jsonSafeSpec(kind, spec as SpecOf<K>) }, restored };
 }
 
+/** What the write-time checks (src/store/writecheck.ts) need, for one request. */
+function writeCheckContext(ctx: ServiceContext, request: FastifyRequest): WriteCheckContext {
+  return { store: ctx.store, maxMachines: ctx.config.writeCheckMaxMachines, baseUrl: ctx.signing.baseUrl(request), signingKey: ctx.signing.key(), signedUrlSeconds: ctx.signing.lifetimeSeconds };
+}
+
 const nameParams = z.object({ name: resourceName.describe('the resource name (a DNS-1123 label)') });
 
 /** Register the routes of one kind (generic so each kind keeps its own document types). */
@@ -162,6 +169,7 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
     },
     async (request, reply) => {
       const { input } = readWrite(kind, request.body, undefined);
+      await checkWrite(kind, input, writeCheckContext(ctx, request));
       const created = await store.create(kind, input);
       void reply.code(201).header('etag', revisionEtag(created.revision)).header('location', `${base}/${created.name}`).header('cache-control', 'no-store');
       return toReadDocument(created);
@@ -254,6 +262,7 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
       if (input.name !== name) throw new RequestError([{ path: 'metadata.name', message: `must be "${name}", the name in the path (resources cannot be renamed)` }]);
       // Secrets put back from `current` must not land on top of a newer revision.
       if (restored) ifMatch = current.revision;
+      await checkWrite(kind, input, writeCheckContext(ctx, request));
       const updated = await store.replace(kind, input, ifMatch !== undefined ? { ifMatch } : {});
       void reply.header('etag', revisionEtag(updated.revision)).header('cache-control', 'no-store');
       return toReadDocument(updated);

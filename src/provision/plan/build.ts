@@ -4,8 +4,9 @@
  */
 import { gunzipSync } from 'node:zlib';
 import type { KubeadmBootstrap } from '../../bootstrap/kubeadm/build.js';
-import { RequestError } from '../../errors.js';
 import type { FileInput, NodeBootstrap } from '../../request/schema.js';
+import { type FieldProblem, RequestError } from '../../errors.js';
+import { bootPathProblem } from './protected.js';
 import { type Owner, type PlanDisk, type PlanFile, type ProvisioningPlan, SUCCESS_SENTINEL } from './types.js';
 
 /** cloud-init's default file mode for `write_files` (0644). */
@@ -123,6 +124,24 @@ function planIgnition(prov: NonNullable<NodeBootstrap['spec']['provisioning']>):
 }
 
 /**
+ * Request files and mount points at a path bootwright needs ({@link bootPathProblem}),
+ * whatever the output format.
+ */
+function bootPathProblems(plan: ProvisioningPlan): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  // Entries without an origin are bootwright's own (the PKI).
+  for (const f of plan.files) {
+    const problem = f.origin === undefined ? undefined : bootPathProblem(f.path, 'file');
+    if (problem) problems.push({ path: `${f.origin!}.path`, message: problem });
+  }
+  for (const m of plan.mounts) {
+    const problem = m.origin === undefined ? undefined : bootPathProblem(m.mountPoint, 'directory');
+    if (problem) problems.push({ path: `${m.origin!}[1]`, message: problem });
+  }
+  return problems;
+}
+
+/**
  * Build the plan: PKI and request files (decoded to bytes, modes as numbers, owners
  * split, non-root owners deferred until users exist), users (groups split on commas),
  * ntp, disks, filesystems, mounts, and the command phases with kubeadm as the main
@@ -130,11 +149,12 @@ function planIgnition(prov: NonNullable<NodeBootstrap['spec']['provisioning']>):
  * (`spec.provisioning.ignition.containerLinuxConfig`, kept as text for the Ignition
  * renderer).
  *
- * @throws RequestError naming the field for contents that do not decode.
+ * @throws RequestError naming the field for contents that do not decode, and for
+ *   request files and mount points at a path bootwright needs ({@link bootPathProblem}).
  */
 export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap): ProvisioningPlan {
   const prov = req.spec.provisioning ?? {};
-  return {
+  const plan: ProvisioningPlan = {
     nodeName: req.metadata.name,
     files: planFiles(req, kubeadm),
     directories: [],
@@ -187,4 +207,7 @@ export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap): Provis
     ...planIgnition(prov),
     warnings: [...kubeadm.warnings],
   };
+  const problems = bootPathProblems(plan);
+  if (problems.length > 0) throw new RequestError(problems);
+  return plan;
 }

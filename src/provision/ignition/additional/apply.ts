@@ -5,12 +5,12 @@
  * Ignition's own rules (`../rules.ts`).
  */
 import { type FieldProblem, RequestError } from '../../../errors.js';
-import { GENERATED_PATH_PREFIXES } from '../../../request/checks.js';
 import type { PlanIgnitionAdditional } from '../../plan/types.js';
 import { PathRegistry, UNIT_DIR } from '../registry.js';
 import { checkIgnitionRules } from '../rules.js';
 import type { IgnitionSpecVersion } from '../versions.js';
-import { BOOTSTRAP_STATE_DIR, BOOTSTRAP_UNIT } from '../bootstrap.js';
+import { BOOTSTRAP_UNIT } from '../bootstrap.js';
+import { BOOT_TREES } from '../../plan/protected.js';
 import { readButaneConfig } from './butane.js';
 import { readClcConfig } from './clc.js';
 import { detectAdditionalConfig, ParseProblem } from './detect.js';
@@ -37,12 +37,8 @@ export interface MergedConfig {
   warnings: string[];
 }
 
-/**
- * Directory trees bootwright owns: the request's generated-path prefixes without the
- * trailing `/`, and the bootstrap unit's state directory (its `StateDirectory=`, holding
- * the stamp whose presence skips kubeadm).
- */
-const PROTECTED_TREES = [...GENERATED_PATH_PREFIXES.map((p) => p.replace(/\/$/, '')), BOOTSTRAP_STATE_DIR];
+/** Directory trees bootwright owns, in every output format (plan/protected.ts). */
+const PROTECTED_TREES = BOOT_TREES;
 
 /**
  * The unit Cluster API's kubeadm bootstrap provider runs kubeadm from (`/etc/kubeadm.sh`);

@@ -1,0 +1,86 @@
+/**
+ * Boot paths are protected (issue 11 C), once, in the provider-neutral plan: no request
+ * file or mount point sits at, below, or (as a file) above a path bootwright needs, in
+ * either output format. A property test (fast-check) against an independent model of
+ * "at, below or above", through validation and both renderers.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { RequestError } from '../../../src/errors.js';
+import { CLOUD_CONFIG_KUBEADM_DIR } from '../../../src/provision/cloudinit/render.js';
+import { BOOTCMD_UNIT, BOOTSTRAP_STAMP, BOOTSTRAP_STATE_DIR, BOOTSTRAP_UNIT, KUBEADM_DIR } from '../../../src/provision/ignition/bootstrap.js';
+import { UNIT_DIR } from '../../../src/provision/ignition/registry.js';
+import { BOOT_PATHS, BOOT_TREES, BOOT_UNITS, BOOTSTRAP_STATE_DIR as PLAN_STATE_DIR, bootPathProblem, SYSTEMD_UNIT_DIR } from '../../../src/provision/plan/protected.js';
+import { SUCCESS_SENTINEL } from '../../../src/provision/plan/types.js';
+import { renderNodeBootstrap } from '../../../src/render.js';
+import { GENERATED_PATH_PREFIXES } from '../../../src/request/checks.js';
+import { validateNodeBootstrap } from '../../../src/request/parse.js';
+import { worker } from '../../support/requests.js';
+
+/** The problems of validating and rendering `req` in `format`, [] when it renders. */
+function problems(req: Record<string, unknown>, format: 'cloud-config' | 'ignition'): { path: string; message: string }[] {
+  try {
+    renderNodeBootstrap(validateNodeBootstrap(req), { format });
+    return [];
+  } catch (e) {
+    if (e instanceof RequestError) return e.problems;
+    throw e;
+  }
+}
+
+/** Independent model: `p` at or below `q`, or `p` a proper ancestor of `q`. */
+const atOrBelow = (p: string, q: string) => p === q || p.startsWith(`${q}/`);
+const above = (p: string, q: string) => q.startsWith(`${p}/`);
+
+describe('the boot paths', () => {
+  it('are the paths the renderers write: stamp directory, sentinel, scripts, kubeadm files, PKI, units', () => {
+    assert.equal(PLAN_STATE_DIR, BOOTSTRAP_STATE_DIR);
+    assert.ok(atOrBelow(BOOTSTRAP_STAMP, PLAN_STATE_DIR));
+    assert.equal(SYSTEMD_UNIT_DIR, UNIT_DIR);
+    assert.deepEqual([...BOOT_UNITS].sort(), [BOOTCMD_UNIT, BOOTSTRAP_UNIT].sort());
+    for (const p of [KUBEADM_DIR, CLOUD_CONFIG_KUBEADM_DIR, SUCCESS_SENTINEL, ...GENERATED_PATH_PREFIXES.map((g) => g.slice(0, -1))]) {
+      assert.ok(BOOT_TREES.some((t) => atOrBelow(p, t)), p);
+    }
+  });
+
+  for (const format of ['cloud-config', 'ignition'] as const) {
+    it(`${format}: a request file at the stamp, under the state directory, at a unit or above them is a 422 at the file`, () => {
+      for (const path of [BOOTSTRAP_STAMP, BOOTSTRAP_STATE_DIR, `${BOOTSTRAP_STATE_DIR}/x/y`, '/var/lib', '/var', `${UNIT_DIR}/${BOOTSTRAP_UNIT}`, `${UNIT_DIR}/${BOOTCMD_UNIT}`, UNIT_DIR, '/etc/systemd']) {
+        const got = problems(worker({ provisioning: { files: [{ path: '/etc/ok', content: 'x' }, { path, content: 'x' }] } }), format);
+        assert.deepEqual(got.map((p) => p.path), ['spec.provisioning.files[1].path'], `${path}: ${JSON.stringify(got)}`);
+      }
+    });
+
+    it(`${format}: a mount point at or under a boot path is a 422 at the mount point; above one it is fine`, () => {
+      const got = problems(worker({ provisioning: { mounts: [['/dev/sdb1', '/var/lib'], ['/dev/sdc1', BOOTSTRAP_STATE_DIR], ['/dev/sdd1', '/run/cluster-api/x']] } }), format);
+      assert.deepEqual(got.map((p) => p.path), ['spec.provisioning.mounts[1][1]', 'spec.provisioning.mounts[2][1]']);
+    });
+
+    it(`${format}: a drop-in for the bootstrap unit stays allowed`, () => {
+      assert.deepEqual(problems(worker({ provisioning: { files: [{ path: `${UNIT_DIR}/${BOOTSTRAP_UNIT}.d/10-env.conf`, content: '[Service]\nEnvironment=A=1\n' }] } }), format), []);
+    });
+  }
+
+  it('property: bootPathProblem agrees with the model, and both formats refuse exactly the modelled paths', () => {
+    const segment = fc.constantFrom('etc', 'var', 'lib', 'bootwright', 'kubeadm', 'run', 'cluster-api', 'kubernetes', 'pki', 'systemd', 'system', BOOTSTRAP_UNIT, `${BOOTSTRAP_UNIT}.d`, 'kubeadm-bootstrap.done', 'opt', 'x');
+    const path = fc.array(segment, { minLength: 1, maxLength: 5 }).map((s) => `/${s.join('/')}`);
+    const kind = fc.constantFrom('file' as const, 'link' as const, 'directory' as const);
+    fc.assert(
+      fc.property(path, kind, (p, k) => {
+        const refused = BOOT_PATHS.some((q) => atOrBelow(p, q) || (k !== 'directory' && above(p, q)));
+        assert.equal(bootPathProblem(p, k) !== undefined, refused, `${k} ${p}`);
+        if (k !== 'file') return;
+        const req = worker({ provisioning: { files: [{ path: p, content: 'x' }] } });
+        const cc = problems(req, 'cloud-config');
+        if (refused) {
+          assert.deepEqual(cc.map((x) => x.path), ['spec.provisioning.files[0].path'], p);
+          assert.ok(problems(req, 'ignition').some((x) => x.path === 'spec.provisioning.files[0].path'), p);
+        } else {
+          assert.deepEqual(cc, [], p);
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+});
