@@ -10,7 +10,7 @@
  * `kubeadm-groups.service`, ordered before `kubeadm-bootstrap.service`.
  */
 import { shellQuote } from '../shell.js';
-import type { PlanUser } from '../plan/types.js';
+import type { Owner, PlanDirectory, PlanFile, PlanUser } from '../plan/types.js';
 import { GENERATED, type IgnitionFile, type IgnitionUnit, type Sourced } from './config.js';
 import type { EncodeOptions } from './dataurl.js';
 import { BOOTSTRAP_STATE_DIR, BOOTSTRAP_UNIT, KUBEADM_DIR } from './bootstrap.js';
@@ -24,17 +24,57 @@ export const GROUPS_UNIT = 'kubeadm-groups.service';
 export const GROUPS_STAMP = `${BOOTSTRAP_STATE_DIR}/kubeadm-groups.done`;
 const SCRIPT_MODE = 0o700;
 
+/** A file or directory whose group the groups script gives it, after the group exists. */
+export interface LateGroup {
+  path: string;
+  group: string;
+  /** Permission bits re-applied after `chgrp` (which clears setuid/setgid). */
+  mode: number;
+}
+
+/**
+ * Groups that may exist only once the groups script has run: the users' supplementary
+ * groups, except `root` and the users' own names (useradd makes each user's group in
+ * Ignition's passwd stage, before files are written).
+ */
+function lateGroups(users: readonly PlanUser[]): Set<string> {
+  const own = new Set(users.map((u) => u.name));
+  return new Set(users.flatMap((u) => u.groups).filter((g) => g !== 'root' && !own.has(g)));
+}
+
+/**
+ * Files and directories whose group is one of {@link lateGroups}: Ignition resolves owner
+ * names when it writes files, and a group the image lacks would stop the files stage
+ * just as `useradd --groups` would. They are written with group `root` and given their
+ * group by the groups script.
+ *
+ * @returns the plan entries with those groups replaced by root, and what the script must fix
+ */
+export function deferGroupOwners<T extends PlanFile | PlanDirectory>(users: readonly PlanUser[], entries: readonly T[]): { entries: T[]; late: LateGroup[] } {
+  const groups = lateGroups(users);
+  const late: LateGroup[] = [];
+  const out = entries.map((e) => {
+    if (!groups.has(e.owner.group)) return e;
+    late.push({ path: e.path, group: e.owner.group, mode: e.mode });
+    const owner: Owner = { user: e.owner.user, group: 'root' };
+    return { ...e, owner };
+  });
+  return { entries: out, late };
+}
+
 /**
  * The script: for each group (first use order), make sure `/etc/group` has it, then for
  * each user `usermod -a -G <groups> <user>`. A group is looked up in `/etc/group` first;
  * one that only the NSS knows (Fedora CoreOS keeps `wheel`, `sudo`, `docker` in
  * `/usr/lib/group`, which `usermod` does not edit) is copied from `getent group` into
  * `/etc/group`, as Fedora CoreOS documents; a missing one is created with `groupadd`.
- * Every step is idempotent and a failing line does not stop the next (no `set -e`), so
+ * Then each file or directory of `late` gets its group (`chgrp`, then its mode again,
+ * since `chgrp` clears setuid/setgid). Every step is idempotent and a failing line does
+ * not stop the next (no `set -e`), so
  * a group that cannot be added costs that membership only, never the bootstrap.
  * Names are valid group and user names (checked by the plan) and shell-quoted anyway.
  */
-export function groupsScript(users: readonly PlanUser[]): string {
+export function groupsScript(users: readonly PlanUser[], late: readonly LateGroup[] = []): string {
   const groups = [...new Set(users.flatMap((u) => u.groups))];
   const lines = [
     '#!/bin/sh',
@@ -43,6 +83,7 @@ export function groupsScript(users: readonly PlanUser[]): string {
       return `grep -q ${shellQuote(`^${g}:`)} /etc/group || getent group ${q} >> /etc/group || groupadd ${q}`;
     }),
     ...users.filter((u) => u.groups.length > 0).map((u) => `usermod -a -G ${shellQuote([...new Set(u.groups)].join(','))} ${shellQuote(u.name)}`),
+    ...late.map((l) => `chgrp -- ${shellQuote(l.group)} ${shellQuote(l.path)} && chmod -- ${(l.mode & 0o7777).toString(8).padStart(4, '0')} ${shellQuote(l.path)}`),
   ];
   return `${lines.join('\n')}\n`;
 }
@@ -71,12 +112,13 @@ export function groupsUnit(): string {
 }
 
 /**
- * The groups script and unit when any user has supplementary groups; nothing otherwise.
+ * The groups script and unit when any user has supplementary groups; nothing otherwise
+ * (then `late` is empty too: {@link deferGroupOwners} defers only supplementary groups).
  */
-export function groupEntries(users: readonly PlanUser[], encoding: EncodeOptions): { files: Sourced<IgnitionFile>[]; units: Sourced<IgnitionUnit>[] } {
+export function groupEntries(users: readonly PlanUser[], late: readonly LateGroup[], encoding: EncodeOptions): { files: Sourced<IgnitionFile>[]; units: Sourced<IgnitionUnit>[] } {
   if (!users.some((u) => u.groups.length > 0)) return { files: [], units: [] };
   return {
-    files: [generatedFile(GROUPS_SCRIPT, groupsScript(users), SCRIPT_MODE, encoding)],
+    files: [generatedFile(GROUPS_SCRIPT, groupsScript(users, late), SCRIPT_MODE, encoding)],
     units: [{ entry: { name: GROUPS_UNIT, enabled: true, contents: groupsUnit() }, origin: GENERATED }],
   };
 }

@@ -10,7 +10,7 @@ import { bootstrapEntries } from './bootstrap.js';
 import type { IgnitionFile, IgnitionUnit, Sourced } from './config.js';
 import type { EncodeOptions } from './dataurl.js';
 import { directoryEntries, fileEntries } from './files.js';
-import { groupEntries } from './groups.js';
+import { deferGroupOwners, groupEntries } from './groups.js';
 import { mountUnits } from './mounts.js';
 import { ntpEntries } from './ntp.js';
 import { passwdEntries } from './passwd.js';
@@ -47,11 +47,13 @@ function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Merg
 
   const boot = bootstrapEntries(plan, encoding);
   const passwd = passwdEntries(plan.users, encoding, problems);
-  const groups = groupEntries(plan.users, encoding);
+  const lateFiles = deferGroupOwners(plan.users, plan.files);
+  const lateDirs = deferGroupOwners(plan.users, plan.directories);
+  const groups = groupEntries(plan.users, [...lateFiles.late, ...lateDirs.late], encoding);
   const ntp = ntpEntries(plan.ntp, encoding);
   const derivedFiles = [...boot.files, ...groups.files, ...passwd.files, ...ntp.files];
-  const planFiles = fileEntries(plan.files, encoding, problems);
-  const directories = directoryEntries(plan.directories, problems);
+  const planFiles = fileEntries(lateFiles.entries, encoding, problems);
+  const directories = directoryEntries(lateDirs.entries, problems);
   const disks = diskEntries(plan.disks, problems);
   const filesystems = filesystemEntries(plan.filesystems, plan.disks, problems);
   const planUnits: Sourced<IgnitionUnit>[] = plan.units.map((u, i) => ({

@@ -67,6 +67,16 @@ describe('renderIgnition: users', () => {
     await assertValid(out);
   });
 
+  it('a file whose group may not exist yet is written root-group and given its group by the groups script', () => {
+    const file = (path: string, group: string, mode: number) => ({ origin: 'spec.provisioning.files[0]', path, contents: Buffer.from('x'), mode, owner: { user: 'alice', group }, append: false, sourceEncoding: 'plain' as const, deferred: true, secret: false });
+    const out = renderIgnition(makePlan({ users: [user(0, { name: 'alice', groups: ['ops'] })], files: [file('/srv/a', 'ops', 0o2750), file('/srv/b', 'alice', 0o640)] }));
+    const entries = (out.config as { storage: { files: { path: string; group: { name: string } }[] } }).storage.files;
+    assert.deepEqual(entries.find((f) => f.path === '/srv/a')!.group, { name: 'root' });
+    assert.deepEqual(entries.find((f) => f.path === '/srv/b')!.group, { name: 'alice' }, "the user's own group exists once useradd ran");
+    const script = ignitionFiles(out.config).get('/etc/kubeadm/groups.sh')!.toString().split('\n');
+    assert.deepEqual(script.slice(-2), ['chgrp -- ops /srv/a && chmod -- 2750 /srv/a', '']);
+  });
+
   it('no supplementary groups: no groups script or unit', () => {
     const out = renderIgnition(makePlan({ users: [user(0, { name: 'alice' })] }));
     assert.ok(!ignitionFiles(out.config).has('/etc/kubeadm/groups.sh'));
