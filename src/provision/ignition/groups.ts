@@ -33,13 +33,18 @@ export interface LateGroup {
 }
 
 /**
- * Groups that may exist only once the groups script has run: the users' supplementary
- * groups, except `root` and the users' own names (useradd makes each user's group in
+ * Groups that may exist only once the groups script has run: the users' primary and
+ * supplementary groups, except `root` and the users' own names (useradd makes each user's group in
  * Ignition's passwd stage, before files are written).
  */
 function lateGroups(users: readonly PlanUser[]): Set<string> {
   const own = new Set(users.map((u) => u.name));
-  return new Set(users.flatMap((u) => u.groups).filter((g) => g !== 'root' && !own.has(g)));
+  return new Set(scriptGroups(users).filter((g) => g !== 'root' && !own.has(g)));
+}
+
+/** Every group the script makes sure of: primary groups and supplementary groups, in first use order. */
+function scriptGroups(users: readonly PlanUser[]): string[] {
+  return [...new Set(users.flatMap((u) => [...(u.primaryGroup !== undefined ? [u.primaryGroup] : []), ...u.groups]))];
 }
 
 /**
@@ -68,6 +73,9 @@ export function deferGroupOwners<T extends PlanFile | PlanDirectory>(users: read
  * one that only the NSS knows (Fedora CoreOS keeps `wheel`, `sudo`, `docker` in
  * `/usr/lib/group`, which `usermod` does not edit) is copied from `getent group` into
  * `/etc/group`, as Fedora CoreOS documents; a missing one is created with `groupadd`.
+ * Primary groups are set with `usermod -g` (which also regroups the home's files), since
+ * `useradd --gid` with a missing group would stop the files stage too; cloud-init
+ * creates a missing `primary_group` with the user's groups.
  * Then each file or directory of `late` gets its group (`chgrp`, then its mode again,
  * since `chgrp` clears setuid/setgid). Every step is idempotent and a failing line does
  * not stop the next (no `set -e`), so
@@ -75,13 +83,14 @@ export function deferGroupOwners<T extends PlanFile | PlanDirectory>(users: read
  * Names are valid group and user names (checked by the plan) and shell-quoted anyway.
  */
 export function groupsScript(users: readonly PlanUser[], late: readonly LateGroup[] = []): string {
-  const groups = [...new Set(users.flatMap((u) => u.groups))];
+  const groups = scriptGroups(users);
   const lines = [
     '#!/bin/sh',
     ...groups.map((g) => {
       const q = shellQuote(g);
       return `grep -q ${shellQuote(`^${g}:`)} /etc/group || getent group ${q} >> /etc/group || groupadd ${q}`;
     }),
+    ...users.filter((u) => u.primaryGroup !== undefined).map((u) => `usermod -g ${shellQuote(u.primaryGroup!)} ${shellQuote(u.name)}`),
     ...users.filter((u) => u.groups.length > 0).map((u) => `usermod -a -G ${shellQuote([...new Set(u.groups)].join(','))} ${shellQuote(u.name)}`),
     ...late.map((l) => `chgrp -- ${shellQuote(l.group)} ${shellQuote(l.path)} && chmod -- ${(l.mode & 0o7777).toString(8).padStart(4, '0')} ${shellQuote(l.path)}`),
   ];
@@ -112,11 +121,12 @@ export function groupsUnit(): string {
 }
 
 /**
- * The groups script and unit when any user has supplementary groups; nothing otherwise
- * (then `late` is empty too: {@link deferGroupOwners} defers only supplementary groups).
+ * The groups script and unit when any user has a primary or supplementary group;
+ * nothing otherwise (then `late` is empty too: {@link deferGroupOwners} defers only those
+ * groups).
  */
 export function groupEntries(users: readonly PlanUser[], late: readonly LateGroup[], encoding: EncodeOptions): { files: Sourced<IgnitionFile>[]; units: Sourced<IgnitionUnit>[] } {
-  if (!users.some((u) => u.groups.length > 0)) return { files: [], units: [] };
+  if (!users.some((u) => u.groups.length > 0 || u.primaryGroup !== undefined)) return { files: [], units: [] };
   return {
     files: [generatedFile(GROUPS_SCRIPT, groupsScript(users, late), SCRIPT_MODE, encoding)],
     units: [{ entry: { name: GROUPS_UNIT, enabled: true, contents: groupsUnit() }, origin: GENERATED }],

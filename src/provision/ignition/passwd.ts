@@ -32,9 +32,9 @@ export function sudoersFileName(user: string): string {
  *   Without a hash Ignition leaves the account locked already, so `lockPassword` changes
  *   nothing then; `lockPassword: false` without a hash has no password to unlock.
  * - `sshAuthorizedKeys` without repeats (Ignition refuses duplicates), `gecos`,
- *   `homeDir`, `primaryGroup`, `shell`. Supplementary `groups` are not written here:
- *   `useradd --groups` with a group the image lacks stops Ignition's files stage, so
- *   memberships are added at first boot by `kubeadm-groups.service` (`./groups.ts`).
+ *   `homeDir`, `shell`. `primaryGroup` and supplementary `groups` are not written here:
+ *   `useradd --gid`/`--groups` with a group the image lacks stops Ignition's files
+ *   stage, so they are set at first boot by `kubeadm-groups.service` (`./groups.ts`).
  * - `sudo` → `/etc/sudoers.d/<name>` (0440, root) holding `<name> <rule>\n`.
  *
  * Problems (pushed, not thrown) at `<origin>.<field>`: `inactive: true` (Ignition cannot
@@ -66,7 +66,6 @@ export function passwdEntries(
       ...(keys.length ? { sshAuthorizedKeys: keys } : {}),
       ...(u.gecos !== undefined ? { gecos: u.gecos } : {}),
       ...(u.homeDir !== undefined ? { homeDir: u.homeDir } : {}),
-      ...(u.primaryGroup !== undefined ? { primaryGroup: u.primaryGroup } : {}),
       ...(u.shell !== undefined ? { shell: u.shell } : {}),
     };
     out.push({ entry, origin });

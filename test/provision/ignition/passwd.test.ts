@@ -36,7 +36,6 @@ describe('renderIgnition: users', () => {
         sshAuthorizedKeys: ['ssh-ed25519 AAAA one', 'ssh-rsa BBBB two'],
         gecos: 'Alice Example',
         homeDir: '/home/alice',
-        primaryGroup: 'alice',
         shell: '/bin/bash',
       },
       { name: 'bob' },
@@ -45,7 +44,7 @@ describe('renderIgnition: users', () => {
   });
 
   it('adds supplementary groups at first boot, before kubeadm, creating missing ones (never useradd --groups)', async () => {
-    const out = renderIgnition(makePlan({ users: [user(0, { name: 'alice', groups: ['sudo', 'ops'] }), user(1, { name: 'bob', groups: ['ops'] }), user(2, { name: 'carol' })] }));
+    const out = renderIgnition(makePlan({ users: [user(0, { name: 'alice', groups: ['sudo', 'ops'] }), user(1, { name: 'bob', groups: ['ops'], primaryGroup: 'staff' }), user(2, { name: 'carol' })] }));
     for (const u of users(out) as { groups?: unknown }[]) assert.equal(u.groups, undefined, 'no group reaches passwd.users[].groups');
     assert.equal(
       ignitionFiles(out.config).get('/etc/kubeadm/groups.sh')!.toString(),
@@ -53,6 +52,8 @@ describe('renderIgnition: users', () => {
         '#!/bin/sh',
         "grep -q '^sudo:' /etc/group || getent group sudo >> /etc/group || groupadd sudo",
         "grep -q '^ops:' /etc/group || getent group ops >> /etc/group || groupadd ops",
+        "grep -q '^staff:' /etc/group || getent group staff >> /etc/group || groupadd staff",
+        'usermod -g staff bob',
         'usermod -a -G sudo,ops alice',
         'usermod -a -G ops bob',
         '',
