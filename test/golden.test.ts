@@ -95,6 +95,36 @@ describe('golden outputs', () => {
     }
   }
 
+  // Provisioning the plan checks and both renderers must agree on: a user in groups the
+  // image may lack, a file under that user's home, a numbered NVMe partition, a mount
+  // point with a space, and ntp.enabled: false.
+  for (const [format, ext] of FORMATS) {
+    const name = `provisioning-v1beta4.${ext}`;
+    it(name, async () => {
+      const req = example('worker');
+      req.spec.provisioning = {
+        users: [{ name: 'ops', groups: 'sudo, operators', sshAuthorizedKeys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG5vdC1hLXJlYWwta2V5LWp1c3QtYS10ZXN0 ops@example'] }],
+        files: [{ path: '/home/ops/.kube/config.d/readme', owner: 'ops:ops', permissions: '0600', content: 'managed by bootwright\n' }],
+        diskSetup: { partitions: [{ device: '/dev/nvme1n1', layout: true }], filesystems: [{ device: '/dev/nvme1n1', partition: '1', filesystem: 'ext4', label: 'etcd-data' }] },
+        mounts: [['LABEL=etcd-data', '/var/lib/etcd data', 'ext4', 'defaults']],
+        ntp: { enabled: false },
+      };
+      const out = renderNodeBootstrap(validateNodeBootstrap(req), { format });
+      const file = new URL(name, GOLDEN_DIR);
+      if (update) writeFileSync(file, out.body);
+      assert.equal(out.body, readFileSync(file, 'utf8'), `${name} differs from the golden; if intended, UPDATE_GOLDEN=1 npm test`);
+      if (format === 'cloud-config') {
+        assert.deepEqual(validateCloudConfigSchema(out.body), []);
+        assert.deepEqual(await cloudInitSchema(out.body), []);
+      } else {
+        const version = out.ignitionVersion!;
+        assert.deepEqual(validateIgnitionSchema(out.body, version), []);
+        assert.deepEqual(checkIgnitionRules(JSON.parse(out.body)), []);
+        if (ignitionValidateKnows(version)) assert.deepEqual(await ignitionValidate(out.body), []);
+      }
+    });
+  }
+
   // Runs after the goldens above (node:test runs a suite's tests in order). A golden
   // added for a new output (no existing bytes changed, so no cache holds a stale copy)
   // only re-locks the digest, at the same RENDERER_VERSION.

@@ -140,7 +140,7 @@ interface ValidOptions {
   binary?: boolean;
   /**
    * Allow features Ignition refuses (files under /run or /tmp, `inactive`, mbr tables,
-   * `replaceFS`, multi-partition layouts, multi-line sudo rules). Default true.
+   * `replaceFS`, multi-partition layouts). Default true.
    */
   refusable?: boolean;
 }
@@ -163,11 +163,21 @@ const userSpec = (refusable: boolean) =>
     passwd: opt(passwdHash, 3),
     lockPassword: opt(fc.boolean(), 3),
     primaryGroup: opt(groupName, 4),
-    sudo: opt(refusable ? fc.oneof({ weight: 9, arbitrary: sudoRule }, { weight: 1, arbitrary: fc.constant('ALL=(ALL) NOPASSWD:ALL\nDefaults !requiretty') }) : sudoRule),
+    sudo: opt(sudoRule),
     /** Keys, sometimes with a repeat (Ignition needs them unique). */
     sshAuthorizedKeys: opt(fc.tuple(fc.array(sshKey, { minLength: 1, maxLength: 3 }), fc.boolean()).map(([keys, repeat]) => (repeat ? [...keys, keys[0]!] : keys))),
     inactive: opt(refusable ? fc.boolean() : fc.constant(false), 6),
   });
+
+/**
+ * How many leading runcmd items are bootwright's `chown -- user:group /dir…` of the
+ * directories above a created user's files (cloud-config renderer `directoryCommands`).
+ */
+function generatedChowns(runcmd: readonly unknown[]): number {
+  let n = 0;
+  while (typeof runcmd[n] === 'string' && /^chown -- \S+ \S/.test(runcmd[n] as string)) n++;
+  return n;
+}
 
 /** How a file's content is given, and the bytes the node must get. */
 const fileContent = (binaryOk: boolean) =>
@@ -307,10 +317,7 @@ function buildValidCase(p: Parts): ValidCase {
     }
     if (spec.lockPassword !== undefined) u.lockPassword = spec.lockPassword;
     if (spec.primaryGroup !== undefined) u.primaryGroup = spec.primaryGroup;
-    if (spec.sudo !== undefined) {
-      u.sudo = spec.sudo;
-      if (spec.sudo.includes('\n')) ignitionRefuses.push(`${at}.sudo`);
-    }
+    if (spec.sudo !== undefined) u.sudo = spec.sudo;
     if (spec.sshAuthorizedKeys !== undefined) u.sshAuthorizedKeys = spec.sshAuthorizedKeys;
     if (spec.inactive !== undefined) {
       u.inactive = spec.inactive;
@@ -463,7 +470,8 @@ function checkCloudConfig(c: ValidCase, body: string): void {
   assert.deepEqual(nestedPaths([...files.keys()]), [], 'cloud-config write_files paths');
 
   const doc = load(body, { schema: YAML11_SCHEMA }) as { runcmd: unknown[]; bootcmd?: unknown[] };
-  const { runcmd } = doc;
+  // The chown of directories above a created user's files comes first (see generatedChowns).
+  const runcmd = doc.runcmd.slice(generatedChowns(doc.runcmd));
   assert.equal(runcmd.length, c.pre.length + 1 + c.post.length, 'runcmd length');
   assert.deepEqual(runcmd.slice(0, c.pre.length), c.pre, 'pre commands first, exactly');
   assert.deepEqual(runcmd.slice(c.pre.length + 1), c.post, 'post commands last, exactly');
@@ -986,7 +994,8 @@ describe('property: valid requests render in both formats', () => {
         assert.ok(Buffer.from(r.files[f.path]!, 'base64').equals(f.bytes), `${where}: ${f.path} differs`);
       }
       const runcmd = Buffer.from(r.runcmd, 'base64');
-      const head = Buffer.concat([utf8('#!/bin/sh\n'), lines(c.pre)]);
+      const generated = (load(bodies[i]!, { schema: YAML11_SCHEMA }) as { runcmd: string[] }).runcmd;
+      const head = Buffer.concat([utf8('#!/bin/sh\n'), lines([...generated.slice(0, generatedChowns(generated)), ...c.pre])]);
       const tail = lines(c.post);
       assert.ok(runcmd.subarray(0, head.length).equals(head) && runcmd.subarray(runcmd.length - tail.length).equals(tail), `${where}: runcmd script`);
       assert.match(runcmd.subarray(head.length, runcmd.length - tail.length).toString('utf8'), /^kubeadm (init|join) --config \/run\/kubeadm\/\S+ .*&& echo success > \/run\/cluster-api\/bootstrap-success\.complete\n$/);

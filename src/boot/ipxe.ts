@@ -111,14 +111,26 @@ function retryCount(seconds: number): number {
 }
 
 /**
- * The static script of `GET /boot.ipxe`: run DHCP, then chain-load
- * `<baseUrl>/ipxe` with the machine's identity in the query, retrying both forever with
- * a pause (iPXE ends a script at the first failing command, so each is guarded by
- * `|| goto`). `chain --replace --autofree` replaces this script with the answer, so the
- * retry loop never stacks scripts.
+ * The static script of `GET /boot.ipxe`: make sure an interface is configured, then
+ * chain-load `<baseUrl>/ipxe` with the machine's identity in the query, retrying both
+ * forever with a pause (iPXE ends a script at the first failing command, so each is
+ * guarded by `|| goto`). `chain --replace --autofree` replaces this script with the
+ * answer, so the retry loop never stacks scripts.
+ *
+ * Which interface: iPXE's `netX` is the most recently opened network device
+ * (`find_netdev("netX")` → `last_opened_netdev()`). iPXE reaches this script over the
+ * interface it booted from, which `autoboot` (or the PXE stack that chainloaded iPXE) has
+ * opened and configured, so `${netX}` is that interface and `${netX/ip}` is set. A bare
+ * `dhcp` (`ifconf` without an interface) would open and configure every interface in
+ * turn from `net0`, stopping at the first lease, so on a machine that boots from its
+ * second NIC it would move `netX` to `net0` and report the wrong MAC. Hence
+ * `isset ${netX/ip} || dhcp`: a working interface is left as it is, and DHCP runs only
+ * when nothing is configured (iPXE started without a network boot, e.g. from a USB key).
+ * iPXE runs the commands of a line left to right and skips a command after `||` when the
+ * one before succeeded, keeping that status, so `goto` runs only when `dhcp` ran and failed.
  *
  * The query (expanded by iPXE, see identity.ts `machineIdentity`):
- * `mac=${netX/mac:hexhyp}` (the interface that just got its DHCP lease; iPXE's `netX`),
+ * `mac=${netX/mac:hexhyp}` (the interface iPXE booted from, see above),
  * `uuid=${uuid}` (SMBIOS UUID, canonical form), `serial_hex=${serial:hex}` and
  * `hostname_hex=${hostname:hex}` (bytes as `xx:xx:...`, safe for any content, unlike
  * `:uristring` in iPXE builds that leave `&` unescaped), `buildarch=${buildarch:uristring}`,
@@ -146,7 +158,7 @@ export function bootScript(baseUrl: string, retrySeconds: number = DEFAULT_RETRY
   return script([
     '# bootwright: fetch this machine\'s boot script, retrying until the service answers',
     ':bootwright_retry',
-    'dhcp || goto bootwright_wait',
+    'isset ${netX/ip} || dhcp || goto bootwright_wait',
     `chain --replace --autofree ${ipxe}?${query} || goto bootwright_wait`,
     ':bootwright_wait',
     `echo bootwright: no boot script from ${ipxe} yet, retrying in ${wait} seconds`,

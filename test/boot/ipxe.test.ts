@@ -121,10 +121,23 @@ describe('bootScript', () => {
     const cmds = simulate(script);
     assert.deepEqual(
       cmds.map((c) => c.argv[0] ?? `:${c.label!}`),
-      [':bootwright_retry', 'dhcp', 'goto', 'chain', 'goto', ':bootwright_wait', 'echo', 'sleep', 'goto'],
+      [':bootwright_retry', 'isset', 'dhcp', 'goto', 'chain', 'goto', ':bootwright_wait', 'echo', 'sleep', 'goto'],
     );
     assert.deepEqual(command(script, 'sleep').argv, ['sleep', '10']);
     assert.deepEqual(command(script, 'chain').argv.slice(0, 3), ['chain', '--replace', '--autofree']);
+  });
+
+  it('runs dhcp only when the interface iPXE booted from has no address, so netX stays the boot NIC', () => {
+    const cmds = simulate(script);
+    const isset = cmds.findIndex((c) => c.argv[0] === 'isset');
+    assert.ok(isset >= 0);
+    // The raw (unexpanded) argument is the boot interface's address; dhcp follows on failure only.
+    assert.match(script, /^isset \$\{netX\/ip\} \|\| dhcp \|\| goto bootwright_wait$/m);
+    assert.equal(cmds[isset]!.next, '||');
+    assert.equal(cmds[isset + 1]!.argv[0], 'dhcp');
+    assert.deepEqual(cmds[isset + 1]!.argv, ['dhcp'], 'no interface named: only reached when netX is unconfigured');
+    assert.equal(cmds[isset]!.line, cmds[isset + 1]!.line, 'same line: dhcp is skipped when isset succeeds');
+    assert.deepEqual(command(script, 'isset', { 'netX/ip': '10.0.2.15' }).argv, ['isset', '10.0.2.15']);
   });
 
   it('chains /ipxe with every identity setting, and iPXE expansions give back the identity', () => {

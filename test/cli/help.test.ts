@@ -23,7 +23,7 @@ describe('CLI help and versions', () => {
     assert.equal(short.stdout, `bootwright ${pkg.version}\n`);
     const long = cli(['version']);
     assert.equal(long.code, 0);
-    assert.equal(long.stdout, `bootwright ${pkg.version}\nrenderer: 1\nnode: ${process.version}\n`);
+    assert.equal(long.stdout, `bootwright ${pkg.version}\nrenderer: 2\nnode: ${process.version}\n`);
   });
 
   it('no arguments, --help, -h and help list every command, exit 0', () => {

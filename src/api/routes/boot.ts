@@ -162,7 +162,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
         operationId: 'getBootScript',
         summary: 'The iPXE chain script',
         description:
-          'A static `#!ipxe` script: `dhcp` and `chain` in a retry loop, chainloading `/ipxe` with the machine\'s MAC, UUID, serial, host name, ' +
+          'A static `#!ipxe` script: `dhcp` (only when the boot interface has no address) and `chain` in a retry loop, chainloading `/ipxe` with the machine\'s MAC, UUID, serial, host name, ' +
           'build architecture and platform. Point DHCP (or a PXE-chainloaded iPXE) at it.',
         response: { 200: text('The iPXE script'), ...FIRMWARE_PROBLEMS },
       },

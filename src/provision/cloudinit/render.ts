@@ -7,7 +7,9 @@
  * see the same files: kubeadm configuration under `/run/kubeadm/`, the
  * `/run/cluster-api/placeholder` file, certificates first in `write_files`.
  */
-import type { PlanDisk, PlanFile, PlanUser, ProvisioningPlan } from '../plan/types.js';
+import { partitionDevice } from '../plan/devices.js';
+import { fstabEscape, needsFstabEscape } from '../plan/fstab.js';
+import type { PlanDirectory, PlanDisk, PlanFile, PlanFilesystem, PlanMount, PlanUser, ProvisioningPlan } from '../plan/types.js';
 import { dumpYaml } from '../../yaml/dump.js';
 import { retriedCommand, shellCommand } from '../shell.js';
 
@@ -113,15 +115,80 @@ function diskSetup(d: PlanDisk): Record<string, unknown> {
 }
 
 /**
+ * One `fs_setup` entry. A partition number is written into the device name, as the
+ * kernel names the partition (`/dev/sdb` + 1 → `/dev/sdb1`, `/dev/nvme0n1` + 1 →
+ * `/dev/nvme0n1p1`, see `partitionDevice`), never as `partition: N` or `device.N`: for
+ * those, cloud-init before 24.2 appends the digit to the disk name (`/dev/nvme0n11`),
+ * and its schema (22.4 on) refuses a number in `partition`. With the partition's own
+ * device, `partition: auto` keeps cloud-init's safety for numbered partitions (an
+ * existing filesystem of that type and label is reused, any other existing filesystem
+ * is left alone: `find_device_node` on the partition itself), and `overwrite: true`
+ * becomes `partition: none` (make the filesystem on that device, forced), the only form
+ * in which cloud-init overwrites.
+ */
+function fsSetup(f: PlanFilesystem): Record<string, unknown> {
+  const entry: Record<string, unknown> = {};
+  if (f.label !== undefined) entry.label = f.label;
+  entry.filesystem = f.filesystem;
+  const numbered = f.partition !== undefined && /^\d+$/.test(f.partition) && Number(f.partition) >= 1;
+  entry.device = numbered ? partitionDevice(f.device, Number(f.partition)) : f.device;
+  if (numbered) entry.partition = f.overwrite === true ? 'none' : 'auto';
+  else if (f.partition !== undefined) entry.partition = f.partition;
+  if (f.overwrite !== undefined) entry.overwrite = f.overwrite;
+  if (f.replaceFS !== undefined) entry.replace_fs = f.replaceFS;
+  if (f.extraOpts.length > 0) entry.extra_opts = f.extraOpts;
+  return entry;
+}
+
+/**
+ * One `mounts` entry: cloud-init joins the fields with tabs into an fstab line, so the
+ * device and mount point are fstab-escaped (`/mnt/my disk` → `/mnt/my\040disk`,
+ * fstab(5)); other fields are written as given (the plan refuses control characters).
+ */
+function mount(m: PlanMount): string[] {
+  return [fstabEscape(m.device), fstabEscape(m.mountPoint), m.fsType, m.options, m.dump, m.pass].filter((v): v is string => v !== undefined);
+}
+
+/**
+ * `bootcmd` lines creating mount points that need fstab escapes: cloud-init's `mounts`
+ * module creates each mount point from the escaped fstab text (a directory named
+ * `my\040disk`) and then runs `mount -a`, which needs the real one. bootcmd runs before
+ * the mounts module; `mkdir -p` is idempotent on every boot.
+ */
+function mountPointCommands(mounts: readonly PlanMount[]): string[] {
+  const dirs = [...new Set(mounts.filter((m) => m.mountPoint.startsWith('/') && needsFstabEscape(m.mountPoint)).map((m) => m.mountPoint))];
+  return dirs.length ? [shellCommand(['mkdir', '-p', '--', ...dirs])] : [];
+}
+
+/**
+ * `runcmd` lines giving the plan's directories their owner: cloud-init creates the
+ * parents of `write_files` entries as root (`util.write_file` → `ensure_dir`, mode 0755
+ * under its umask 022) and chowns only the file. Deferred files are written in the final
+ * stage before `runcmd`, so the directories exist; one `chown` per owner, in plan order.
+ */
+function directoryCommands(dirs: readonly PlanDirectory[]): string[] {
+  const byOwner = new Map<string, string[]>();
+  for (const d of dirs) {
+    const owner = `${d.owner.user}:${d.owner.group}`;
+    byOwner.set(owner, [...(byOwner.get(owner) ?? []), d.path]);
+  }
+  return [...byOwner].map(([owner, paths]) => shellCommand(['chown', '--', owner, ...paths]));
+}
+
+/**
  * Render a plan as cloud-config.
  *
  * - `write_files`: PKI, the request's files, the kubeadm configuration at
  *   `/run/kubeadm/<name>` (0640) and the `/run/cluster-api` placeholder; files owned by
  *   anyone but root carry `defer: true` (cloud-init writes them in the final stage, after
  *   users exist).
- * - `runcmd`: pre commands, then `kubeadm … --config <file> && echo success > <sentinel>`
- *   (runcmd items do not stop on failure, so the sentinel is chained with `&&`), then
- *   post commands. `bootcmd` holds the every-boot commands.
+ * - `runcmd`: the `chown` of the plan's directories (see {@link directoryCommands}), pre
+ *   commands, then `kubeadm … --config <file> && echo success > <sentinel>` (runcmd
+ *   items do not stop on failure, so the sentinel is chained with `&&`), then post
+ *   commands. `bootcmd` holds the every-boot commands, after a `mkdir -p` of mount
+ *   points that need fstab escapes.
+ * - `ntp` as given: `enabled: false` skips cloud-init's NTP module, leaving the image's
+ *   time sync as it is (the meaning Ignition output has too).
  * - `users`, `ntp`, `disk_setup`, `fs_setup`, `mounts` in cloud-init's names; an explicit
  *   `false` stays `false`, an absent field is omitted.
  *
@@ -131,27 +198,11 @@ export function renderCloudConfig(plan: ProvisioningPlan): string {
   const main = plan.commands.main;
   const configPath = `${CLOUD_CONFIG_KUBEADM_DIR}/${main.configFile.name}`;
   const doc: Record<string, unknown> = {};
-  if (plan.commands.boot.length > 0) doc.bootcmd = plan.commands.boot;
+  const bootcmd = [...mountPointCommands(plan.mounts), ...plan.commands.boot];
+  if (bootcmd.length > 0) doc.bootcmd = bootcmd;
   if (plan.disks.length > 0) doc.disk_setup = Object.fromEntries(plan.disks.map((d) => [d.device, diskSetup(d)]));
-  if (plan.filesystems.length > 0) {
-    doc.fs_setup = plan.filesystems.map((f) => {
-      const entry: Record<string, unknown> = {};
-      if (f.label !== undefined) entry.label = f.label;
-      entry.filesystem = f.filesystem;
-      // A partition number goes in cloud-init's `device.N` form: its schema (22.4 and
-      // later) takes only auto/any/none in `partition`.
-      const numbered = f.partition !== undefined && /^\d+$/.test(f.partition);
-      entry.device = numbered ? `${f.device}.${f.partition!}` : f.device;
-      if (f.partition !== undefined && !numbered) entry.partition = f.partition;
-      if (f.overwrite !== undefined) entry.overwrite = f.overwrite;
-      if (f.replaceFS !== undefined) entry.replace_fs = f.replaceFS;
-      if (f.extraOpts.length > 0) entry.extra_opts = f.extraOpts;
-      return entry;
-    });
-  }
-  if (plan.mounts.length > 0) {
-    doc.mounts = plan.mounts.map((m) => [m.device, m.mountPoint, m.fsType, m.options, m.dump, m.pass].filter((v) => v !== undefined));
-  }
+  if (plan.filesystems.length > 0) doc.fs_setup = plan.filesystems.map(fsSetup);
+  if (plan.mounts.length > 0) doc.mounts = plan.mounts.map(mount);
   if (plan.ntp) {
     const ntp: Record<string, unknown> = {};
     if (plan.ntp.enabled !== undefined) ntp.enabled = plan.ntp.enabled;
@@ -167,6 +218,6 @@ export function renderCloudConfig(plan: ProvisioningPlan): string {
   const [program, action, ...flags] = main.argv;
   const command = shellCommand([program!, action!, '--config', configPath, ...flags]);
   const kubeadm = main.retry ? retriedCommand(command, main.retry) : command;
-  doc.runcmd = [...plan.commands.pre, `${kubeadm} && echo success > ${plan.successSentinel}`, ...plan.commands.post];
+  doc.runcmd = [...directoryCommands(plan.directories), ...plan.commands.pre, `${kubeadm} && echo success > ${plan.successSentinel}`, ...plan.commands.post];
   return `#cloud-config\n${dumpYaml(doc)}`;
 }

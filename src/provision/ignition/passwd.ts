@@ -32,13 +32,14 @@ export function sudoersFileName(user: string): string {
  *   Without a hash Ignition leaves the account locked already, so `lockPassword` changes
  *   nothing then; `lockPassword: false` without a hash has no password to unlock.
  * - `sshAuthorizedKeys` without repeats (Ignition refuses duplicates), `gecos`,
- *   `homeDir`, `primaryGroup`, `groups` (must exist on the image: Ignition does not
- *   create them, unlike cloud-init), `shell`.
+ *   `homeDir`, `shell`. `primaryGroup` and supplementary `groups` are not written here:
+ *   `useradd --gid`/`--groups` with a group the image lacks stops Ignition's files
+ *   stage, so they are set at first boot by `kubeadm-groups.service` (`./groups.ts`).
  * - `sudo` → `/etc/sudoers.d/<name>` (0440, root) holding `<name> <rule>\n`.
  *
  * Problems (pushed, not thrown) at `<origin>.<field>`: `inactive: true` (Ignition cannot
- * expire an account), a `sudo` rule with a line break (sudo refuses a whole drop-in with
- * a bad line), a repeated user name.
+ * expire an account), a repeated user name. (A `sudo` rule with a line break is refused
+ * for every format by the plan's `checkPlan`.)
  */
 export function passwdEntries(
   users: readonly PlanUser[],
@@ -65,18 +66,12 @@ export function passwdEntries(
       ...(keys.length ? { sshAuthorizedKeys: keys } : {}),
       ...(u.gecos !== undefined ? { gecos: u.gecos } : {}),
       ...(u.homeDir !== undefined ? { homeDir: u.homeDir } : {}),
-      ...(u.primaryGroup !== undefined ? { primaryGroup: u.primaryGroup } : {}),
-      ...(u.groups.length ? { groups: [...u.groups] } : {}),
       ...(u.shell !== undefined ? { shell: u.shell } : {}),
     };
     out.push({ entry, origin });
     if (u.sudo) {
-      if (/[\r\n]/.test(u.sudo)) {
-        problems.push({ path: `${origin}.sudo`, message: 'must be one sudoers rule on one line' });
-      } else {
-        const path = `${SUDOERS_DIR}/${sudoersFileName(u.name)}`;
-        files.push(generatedFile(path, `${u.name} ${u.sudo}\n`, SUDOERS_MODE, encoding, `${origin}.sudo`));
-      }
+      const path = `${SUDOERS_DIR}/${sudoersFileName(u.name)}`;
+      files.push(generatedFile(path, `${u.name} ${u.sudo}\n`, SUDOERS_MODE, encoding, `${origin}.sudo`));
     }
   }
   return { users: out, files };

@@ -10,6 +10,7 @@ import { bootstrapEntries } from './bootstrap.js';
 import type { IgnitionFile, IgnitionUnit, Sourced } from './config.js';
 import type { EncodeOptions } from './dataurl.js';
 import { directoryEntries, fileEntries } from './files.js';
+import { deferGroupOwners, groupEntries } from './groups.js';
 import { mountUnits } from './mounts.js';
 import { ntpEntries } from './ntp.js';
 import { passwdEntries } from './passwd.js';
@@ -46,17 +47,20 @@ function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Merg
 
   const boot = bootstrapEntries(plan, encoding);
   const passwd = passwdEntries(plan.users, encoding, problems);
-  const ntp = ntpEntries(plan.ntp, encoding, problems);
-  const derivedFiles = [...boot.files, ...passwd.files, ...ntp.files];
-  const planFiles = fileEntries(plan.files, encoding, problems);
-  const directories = directoryEntries(plan.directories, problems);
+  const lateFiles = deferGroupOwners(plan.users, plan.files);
+  const lateDirs = deferGroupOwners(plan.users, plan.directories);
+  const groups = groupEntries(plan.users, [...lateFiles.late, ...lateDirs.late], encoding);
+  const ntp = ntpEntries(plan.ntp, encoding);
+  const derivedFiles = [...boot.files, ...groups.files, ...passwd.files, ...ntp.files];
+  const planFiles = fileEntries(lateFiles.entries, encoding, problems);
+  const directories = directoryEntries(lateDirs.entries, problems);
   const disks = diskEntries(plan.disks, problems);
   const filesystems = filesystemEntries(plan.filesystems, plan.disks, problems);
   const planUnits: Sourced<IgnitionUnit>[] = plan.units.map((u, i) => ({
     entry: { name: u.name, ...(u.enabled !== undefined ? { enabled: u.enabled } : {}), ...(u.contents !== undefined ? { contents: u.contents } : {}) },
     origin: `plan.units[${i}]`,
   }));
-  const derivedUnits = [...mountUnits(plan.mounts, filesystems.resolved, problems), ...ntp.units, ...boot.units];
+  const derivedUnits = [...mountUnits(plan.mounts, filesystems.resolved, problems), ...groups.units, ...boot.units];
 
   // One owner per path. Entries bootwright derives (scripts, units, sudoers, NTP) claim
   // theirs before the plan's explicit files, directories and units, so a clash names the
@@ -82,7 +86,10 @@ function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Merg
     systemd: { units: entries(units) },
     ...(passwd.users.length ? { passwd: { users: entries(passwd.users) } } : {}),
   };
-  return mergeAdditionalConfig(generated, plan.ignition, { paths: boot.files.map((f) => f.entry.path), units: boot.units.map((u) => u.entry.name) });
+  return mergeAdditionalConfig(generated, plan.ignition, {
+    paths: [...boot.files, ...groups.files].map((f) => f.entry.path),
+    units: [...boot.units, ...groups.units].map((u) => u.entry.name),
+  });
 }
 
 /**
@@ -96,8 +103,9 @@ function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Merg
  *
  * Output: files (plan order, then the kubeadm configuration and scripts, sudoers and NTP
  * drop-ins) as `data:` URLs with decimal modes and owners by name; directories; disks
- * (GPT), filesystems; `.mount`/`.swap` units for mounts; `kubeadm-bootstrap.service`
- * (once) and `kubeadm-bootcmd.service` (every boot); users. See the modules for each
+ * (GPT), filesystems; `.mount`/`.swap` units for mounts; `kubeadm-groups.service` (once,
+ * supplementary groups), `kubeadm-bootstrap.service` (once) and `kubeadm-bootcmd.service`
+ * (every boot); users. See the modules for each
  * part's rules.
  *
  * Additional config (`plan.ignition`, Cluster API `ignition.containerLinuxConfig`): merged

@@ -4,6 +4,7 @@
  * `docs/configuration-v3_0.md` "storage").
  */
 import type { FieldProblem } from '../../errors.js';
+import { partitionDevice } from '../plan/devices.js';
 import type { PlanDisk, PlanFilesystem } from '../plan/types.js';
 import type { IgnitionDisk, IgnitionFilesystem, IgnitionPartition, Sourced } from './config.js';
 
@@ -44,17 +45,6 @@ export function typeGuidFor(partitionType: string): { guid: string } | { problem
 }
 
 /**
- * The device node of partition `n` of `device`: `/dev/disk/...` links get `-partN`
- * (udev's naming: `/dev/disk/by-id/x` → `/dev/disk/by-id/x-part1`), kernel names ending
- * in a digit get `pN` (`/dev/nvme0n1` → `/dev/nvme0n1p1`, `/dev/mmcblk0` → `mmcblk0p1`),
- * others get `N` (`/dev/sdb` → `/dev/sdb1`).
- */
-export function partitionDevice(device: string, n: number): string {
-  if (device.startsWith('/dev/disk/')) return `${device}-part${n}`;
-  return /\d$/.test(device) ? `${device}p${n}` : `${device}${n}`;
-}
-
-/**
  * Plan disks as Ignition disks, in plan order. GPT only; `wipeTable: true` only when
  * `overwrite === true`. Layout `true` → one partition, number 1, as large as possible;
  * `false` → no partitions; a list → partitions numbered as in the plan. Cloud-init gives
@@ -66,18 +56,13 @@ export function partitionDevice(device: string, n: number): string {
  *
  * Problems (pushed) at `<origin>.tableType` (an explicit `mbr`: Ignition writes only GPT;
  * an implied one is cloud-init's default and becomes GPT), `<origin>.diskLayout`,
- * `<origin>.diskLayout[i].partitionType`, `<origin>.device` (repeated device).
+ * `<origin>.diskLayout[i].partitionType`. (A repeated device is refused for every format
+ * by the plan's `checkPlan`.)
  */
 export function diskEntries(disks: readonly PlanDisk[], problems: FieldProblem[]): Sourced<IgnitionDisk>[] {
   const out: Sourced<IgnitionDisk>[] = [];
-  const seen = new Set<string>();
   for (const [i, disk] of disks.entries()) {
     const origin = disk.origin ?? `spec.provisioning.diskSetup.partitions[${i}]`;
-    if (seen.has(disk.device)) {
-      problems.push({ path: `${origin}.device`, message: `disk ${disk.device} is listed twice` });
-      continue;
-    }
-    seen.add(disk.device);
     if (disk.tableType === 'mbr' && disk.tableTypeGiven) {
       problems.push({ path: `${origin}.tableType`, message: 'Ignition writes GPT partition tables only and cannot create an MBR table; use gpt, or cloud-config' });
       continue;
@@ -119,7 +104,11 @@ export function diskEntries(disks: readonly PlanDisk[], problems: FieldProblem[]
 /** Filesystem formats of spec 3.0.0 (`none` needs 3.3.0 and has no cloud-init equivalent). */
 export const FILESYSTEM_FORMATS: readonly string[] = ['ext4', 'btrfs', 'xfs', 'vfat', 'swap'];
 
-/** Longest label per format, as Ignition validates (`filesystem labels cannot be longer than N`). */
+/**
+ * Longest label per format, as `ignition-validate` checks it (`filesystem labels cannot
+ * be longer than N`), for checking configs; the plan's own limits (`LABEL_BYTES`) are
+ * the same or shorter.
+ */
 export const LABEL_LIMITS: Readonly<Record<string, number>> = { ext4: 16, btrfs: 256, xfs: 12, vfat: 11, swap: 15 };
 
 /** A plan filesystem with its device resolved, for mounts to find. */
@@ -155,7 +144,7 @@ function filesystemDevice(fs: PlanFilesystem, disks: ReadonlyMap<string, PlanDis
  * from `extraOpts`.
  *
  * Problems (pushed) at `<origin>.<field>`: a format Ignition does not make (it makes
- * ext4, btrfs, xfs, vfat, swap), a label too long for the format, `replaceFS` (Ignition
+ * ext4, btrfs, xfs, vfat, swap), `replaceFS` (Ignition
  * cannot wipe only a given filesystem type), an undecidable partition, a relative or
  * repeated device.
  */
@@ -175,10 +164,6 @@ export function filesystemEntries(
     const before = problems.length;
     if (!FILESYSTEM_FORMATS.includes(fs.filesystem)) {
       problems.push({ path: `${origin}.filesystem`, message: `Ignition cannot make ${fs.filesystem} filesystems; it makes ${FILESYSTEM_FORMATS.join(', ')}` });
-    }
-    const limit = LABEL_LIMITS[fs.filesystem];
-    if (fs.label !== undefined && limit !== undefined && fs.label.length > limit) {
-      problems.push({ path: `${origin}.label`, message: `${fs.filesystem} labels are at most ${limit} characters` });
     }
     if (fs.replaceFS !== undefined) {
       problems.push({ path: `${origin}.replaceFS`, message: 'Ignition cannot replace only a filesystem of a given type; use overwrite, or cloud-config' });

@@ -6,8 +6,9 @@ import { gunzipSync } from 'node:zlib';
 import type { KubeadmBootstrap } from '../../bootstrap/kubeadm/build.js';
 import type { FileInput, NodeBootstrap } from '../../request/schema.js';
 import { type FieldProblem, RequestError } from '../../errors.js';
+import { checkPlan } from './check.js';
 import { bootPathProblem } from './protected.js';
-import { type Owner, type PlanDisk, type PlanFile, type ProvisioningPlan, SUCCESS_SENTINEL } from './types.js';
+import { type Owner, type PlanDirectory, type PlanDisk, type PlanFile, type PlanUser, type ProvisioningPlan, SUCCESS_SENTINEL } from './types.js';
 
 /** cloud-init's default file mode for `write_files` (0644). */
 const DEFAULT_FILE_MODE = 0o644;
@@ -110,6 +111,35 @@ function planDisks(req: NodeBootstrap): PlanDisk[] {
   }));
 }
 
+/** Mode of the directories created above a user's file: what `mkdir` and cloud-init's `ensure_dir` give under umask 022. */
+const HOME_DIRECTORY_MODE = 0o755;
+
+/**
+ * The directories between a user's home and a file that user owns, owned like the file
+ * (`/home/bob/.kube/config` owned by bob → `/home/bob/.kube`, bob:bob's group), so the
+ * user can manage what is theirs. Without them both formats would leave those
+ * directories to root: cloud-init's `write_files` creates parents with `ensure_dir`
+ * (root, 0755) and chowns only the file; Ignition creates missing parents as root.
+ * Only for users the request creates (their home is known: `homeDir`, else
+ * `/home/<name>`, as useradd picks); the home itself is made by useradd. In file order,
+ * shallow first; a directory is listed once, owned by the first file that needs it.
+ */
+function homeDirectories(files: readonly PlanFile[], users: readonly PlanUser[]): PlanDirectory[] {
+  const homes = new Map(users.map((u) => [u.name, (u.homeDir ?? `/home/${u.name}`).replace(/\/+$/, '')]));
+  const out = new Map<string, PlanDirectory>();
+  for (const f of files) {
+    const home = homes.get(f.owner.user);
+    if (home === undefined || home === '' || !f.path.startsWith(`${home}/`)) continue;
+    const rest = f.path.slice(home.length + 1).split('/').slice(0, -1);
+    let dir = home;
+    for (const part of rest) {
+      dir = `${dir}/${part}`;
+      if (!out.has(dir)) out.set(dir, { path: dir, mode: HOME_DIRECTORY_MODE, owner: { ...f.owner } });
+    }
+  }
+  return [...out.values()];
+}
+
 /** The additional Ignition config, when the request gives one (Cluster API `ignition.containerLinuxConfig`). */
 function planIgnition(prov: NonNullable<NodeBootstrap['spec']['provisioning']>): Pick<ProvisioningPlan, 'ignition'> {
   const clc = prov.ignition?.containerLinuxConfig;
@@ -147,18 +177,18 @@ function bootPathProblems(plan: ProvisioningPlan): FieldProblem[] {
  * ntp, disks, filesystems, mounts, and the command phases with kubeadm as the main
  * command and Cluster API's success sentinel, and the additional Ignition config
  * (`spec.provisioning.ignition.containerLinuxConfig`, kept as text for the Ignition
- * renderer).
+ * renderer), and the directories above files a created user owns under their home
+ * ({@link homeDirectories}). The plan is then checked once for every format
+ * (`checkPlan`).
  *
- * @throws RequestError naming the field for contents that do not decode, and for
- *   request files and mount points at a path bootwright needs ({@link bootPathProblem}).
+ * @throws RequestError naming the field for contents that do not decode, for request
+ *   files and mount points at a path bootwright needs ({@link bootPathProblem}), and for
+ *   every problem `checkPlan` finds
  */
 export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap): ProvisioningPlan {
   const prov = req.spec.provisioning ?? {};
-  const plan: ProvisioningPlan = {
-    nodeName: req.metadata.name,
-    files: planFiles(req, kubeadm),
-    directories: [],
-    users: (prov.users ?? []).map((u, i) => ({
+  const files = planFiles(req, kubeadm);
+  const users: PlanUser[] = (prov.users ?? []).map((u, i) => ({
       origin: `spec.provisioning.users[${i}]`,
       name: u.name,
       ...(u.gecos !== undefined ? { gecos: u.gecos } : {}),
@@ -171,7 +201,12 @@ export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap): Provis
       ...(u.lockPassword !== undefined ? { lockPassword: u.lockPassword } : {}),
       ...(u.sudo !== undefined ? { sudo: u.sudo } : {}),
       sshAuthorizedKeys: u.sshAuthorizedKeys ?? [],
-    })),
+    }));
+  const plan: ProvisioningPlan = {
+    nodeName: req.metadata.name,
+    files,
+    directories: homeDirectories(files, users),
+    users,
     ...(prov.ntp ? { ntp: { ...(prov.ntp.enabled !== undefined ? { enabled: prov.ntp.enabled } : {}), servers: prov.ntp.servers ?? [] } } : {}),
     disks: planDisks(req),
     filesystems: (prov.diskSetup?.filesystems ?? []).map((f, i) => ({
@@ -207,7 +242,7 @@ export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap): Provis
     ...planIgnition(prov),
     warnings: [...kubeadm.warnings],
   };
-  const problems = bootPathProblems(plan);
+  const problems = [...bootPathProblems(plan), ...checkPlan(plan)];
   if (problems.length > 0) throw new RequestError(problems);
   return plan;
 }

@@ -136,12 +136,49 @@ describe('cloud-config renderer', () => {
     assert.equal((doc.users as { name: string }[])[0]!.name, 'ops');
   });
 
-  it('a numbered filesystem partition uses cloud-init\'s device.N form', async () => {
-    const { doc } = await render(worker({ provisioning: { diskSetup: { filesystems: [{ device: '/dev/sdb', filesystem: 'xfs', partition: '2' }, { device: '/dev/sdc', filesystem: 'ext4', partition: 'auto' }] } } }));
+  it('a numbered filesystem partition is the partition\'s own device (p before the number on NVMe, MMC, loop)', async () => {
+    const { doc } = await render(
+      worker({
+        provisioning: {
+          diskSetup: {
+            filesystems: [
+              { device: '/dev/sdb', filesystem: 'xfs', partition: '2' },
+              { device: '/dev/sdc', filesystem: 'ext4', partition: 'auto' },
+              { device: '/dev/nvme0n1', filesystem: 'ext4', partition: '1', label: 'data' },
+              { device: '/dev/mmcblk0', filesystem: 'vfat', partition: '1', overwrite: true },
+              { device: '/dev/loop0', filesystem: 'ext4', partition: '3' },
+            ],
+          },
+        },
+      }),
+    );
     assert.deepEqual(doc.fs_setup, [
-      { filesystem: 'xfs', device: '/dev/sdb.2' },
+      { filesystem: 'xfs', device: '/dev/sdb2', partition: 'auto' },
       { filesystem: 'ext4', device: '/dev/sdc', partition: 'auto' },
+      { label: 'data', filesystem: 'ext4', device: '/dev/nvme0n1p1', partition: 'auto' },
+      { filesystem: 'vfat', device: '/dev/mmcblk0p1', partition: 'none', overwrite: true },
+      { filesystem: 'ext4', device: '/dev/loop0p3', partition: 'auto' },
     ]);
+  });
+
+  it('writes mount points and devices fstab-escaped, and creates escaped mount points in bootcmd first', async () => {
+    const { doc } = await render(worker({ provisioning: { bootCommands: ['echo hi'], mounts: [['LABEL=my data', '/mnt/my data', 'ext4', 'defaults'], ['/dev/sdb1', '/var/lib/etcd']] } }));
+    assert.deepEqual(doc.mounts, [['LABEL=my\\040data', '/mnt/my\\040data', 'ext4', 'defaults'], ['/dev/sdb1', '/var/lib/etcd']]);
+    assert.deepEqual(doc.bootcmd, ["mkdir -p -- '/mnt/my data'", 'echo hi']);
+  });
+
+  it('chowns the directories above a created user\'s files before the pre commands', async () => {
+    const { doc } = await render(
+      worker({
+        provisioning: {
+          users: [{ name: 'bob' }],
+          files: [{ path: '/home/bob/.kube/cache/x', owner: 'bob:bob', content: 'x' }, { path: '/home/bob/.config/a', owner: 'bob', content: 'a' }],
+          preKubeadmCommands: ['echo pre'],
+        },
+      }),
+    );
+    const runcmd = doc.runcmd;
+    assert.deepEqual(runcmd.slice(0, 3), ['chown -- bob:bob /home/bob/.kube /home/bob/.kube/cache', 'chown -- bob:root /home/bob/.config', 'echo pre']);
   });
 
   it('partition layouts with percentages and types', async () => {

@@ -4,7 +4,7 @@
  * byte (contents, modes, owners, units, presets, masks).
  */
 import assert from 'node:assert/strict';
-import { lstatSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import type { IgnitionUnit } from '../../../src/provision/ignition/config.js';
@@ -67,10 +67,11 @@ describe('ignition-apply writes what the plan says', { skip }, () => {
     });
   });
 
-  it('masks systemd-timesyncd for ntp.enabled: false', () => {
-    const out = renderIgnition(makePlan({ ntp: { enabled: false, servers: [] } }));
+  it('leaves the image\'s time sync alone for ntp.enabled: false (no mask, no drop-in)', () => {
+    const out = renderIgnition(makePlan({ ntp: { enabled: false, servers: ['ignored.example.com'] } }));
     withAppliedRoot(out.body, [], (root) => {
-      assert.equal(readlinkSync(path.join(root, 'etc/systemd/system/systemd-timesyncd.service')), '/dev/null');
+      assert.ok(!existsSync(path.join(root, 'etc/systemd/system/systemd-timesyncd.service')));
+      assert.ok(!existsSync(path.join(root, 'etc/systemd/timesyncd.conf.d/90-bootwright.conf')));
     });
   });
 });

@@ -36,13 +36,52 @@ describe('renderIgnition: users', () => {
         sshAuthorizedKeys: ['ssh-ed25519 AAAA one', 'ssh-rsa BBBB two'],
         gecos: 'Alice Example',
         homeDir: '/home/alice',
-        primaryGroup: 'alice',
-        groups: ['wheel', 'docker'],
         shell: '/bin/bash',
       },
       { name: 'bob' },
     ]);
     await assertValid(out);
+  });
+
+  it('adds supplementary groups at first boot, before kubeadm, creating missing ones (never useradd --groups)', async () => {
+    const out = renderIgnition(makePlan({ users: [user(0, { name: 'alice', groups: ['sudo', 'ops'] }), user(1, { name: 'bob', groups: ['ops'], primaryGroup: 'staff' }), user(2, { name: 'carol' })] }));
+    for (const u of users(out) as { groups?: unknown }[]) assert.equal(u.groups, undefined, 'no group reaches passwd.users[].groups');
+    assert.equal(
+      ignitionFiles(out.config).get('/etc/kubeadm/groups.sh')!.toString(),
+      [
+        '#!/bin/sh',
+        "grep -q '^sudo:' /etc/group || getent group sudo >> /etc/group || groupadd sudo",
+        "grep -q '^ops:' /etc/group || getent group ops >> /etc/group || groupadd ops",
+        "grep -q '^staff:' /etc/group || getent group staff >> /etc/group || groupadd staff",
+        'usermod -g staff bob',
+        'usermod -a -G sudo,ops alice',
+        'usermod -a -G ops bob',
+        '',
+      ].join('\n'),
+    );
+    const units = (out.config as { systemd: { units: { name: string; enabled?: boolean; contents?: string }[] } }).systemd.units;
+    const unit = units.find((u) => u.name === 'kubeadm-groups.service');
+    assert.ok(unit?.enabled);
+    assert.match(unit.contents!, /^Before=kubeadm-bootstrap\.service$/m);
+    assert.match(unit.contents!, /^ExecStart=\/bin\/sh \/etc\/kubeadm\/groups\.sh$/m);
+    assert.match(unit.contents!, /^ConditionPathExists=!\/var\/lib\/bootwright\/kubeadm-groups\.done$/m);
+    await assertValid(out);
+  });
+
+  it('a file whose group may not exist yet is written root-group and given its group by the groups script', () => {
+    const file = (path: string, group: string, mode: number) => ({ origin: 'spec.provisioning.files[0]', path, contents: Buffer.from('x'), mode, owner: { user: 'alice', group }, append: false, sourceEncoding: 'plain' as const, deferred: true, secret: false });
+    const out = renderIgnition(makePlan({ users: [user(0, { name: 'alice', groups: ['ops'] })], files: [file('/srv/a', 'ops', 0o2750), file('/srv/b', 'alice', 0o640)] }));
+    const entries = (out.config as { storage: { files: { path: string; group: { name: string } }[] } }).storage.files;
+    assert.deepEqual(entries.find((f) => f.path === '/srv/a')!.group, { name: 'root' });
+    assert.deepEqual(entries.find((f) => f.path === '/srv/b')!.group, { name: 'alice' }, "the user's own group exists once useradd ran");
+    const script = ignitionFiles(out.config).get('/etc/kubeadm/groups.sh')!.toString().split('\n');
+    assert.deepEqual(script.slice(-2), ['chgrp -- ops /srv/a && chmod -- 2750 /srv/a', '']);
+  });
+
+  it('no supplementary groups: no groups script or unit', () => {
+    const out = renderIgnition(makePlan({ users: [user(0, { name: 'alice' })] }));
+    assert.ok(!ignitionFiles(out.config).has('/etc/kubeadm/groups.sh'));
+    assert.ok(!(out.config as { systemd: { units: { name: string }[] } }).systemd.units.some((u) => u.name === 'kubeadm-groups.service'));
   });
 
   it('writes a sudoers drop-in per user with sudo, 0440, root', async () => {
@@ -77,11 +116,11 @@ describe('renderIgnition: users', () => {
       problemsOf(() =>
         renderIgnition(
           makePlan({
-            users: [user(0, { name: 'a', inactive: true }), user(1, { name: 'b', sudo: 'ALL=(ALL) ALL\nroot ALL=(ALL) ALL' }), user(2, { name: 'a' })],
+            users: [user(0, { name: 'a', inactive: true }), user(1, { name: 'b' }), user(2, { name: 'a' })],
           }),
         ),
       ).map((p) => p.path),
-      ['spec.provisioning.users[0].inactive', 'spec.provisioning.users[1].sudo', 'spec.provisioning.users[2].name'],
+      ['spec.provisioning.users[0].inactive', 'spec.provisioning.users[2].name'],
     );
   });
 

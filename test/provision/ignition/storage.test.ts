@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RequestError } from '../../../src/errors.js';
 import { renderIgnition } from '../../../src/provision/ignition/render.js';
-import { partitionDevice, typeGuidFor } from '../../../src/provision/ignition/storage.js';
+import { partitionDevice } from '../../../src/provision/plan/devices.js';
+import { typeGuidFor } from '../../../src/provision/ignition/storage.js';
 import type { PlanDisk, PlanFilesystem, PlanMount, ProvisioningPlan } from '../../../src/provision/plan/types.js';
 import { makePlan } from './plan.js';
 import { assertValid } from './tools.js';
@@ -130,7 +131,7 @@ describe('renderIgnition: disks and filesystems', () => {
       ],
       filesystems: [
         fs(0, { filesystem: 'ext3' }),
-        fs(1, { device: '/dev/sde', label: 'much-too-long-label' }),
+        fs(1, { device: '/dev/sde', filesystem: 'ntfs' }),
         fs(2, { device: '/dev/sdf', replaceFS: 'ntfs' }),
         fs(3, { device: 'ephemeral0.1' }),
         fs(4, { device: '/dev/sdg', partition: '0' }),
@@ -143,7 +144,7 @@ describe('renderIgnition: disks and filesystems', () => {
         'spec.provisioning.diskSetup.partitions[1].diskLayout',
         'spec.provisioning.diskSetup.partitions[2].diskLayout[0].partitionType',
         'spec.provisioning.diskSetup.filesystems[0].filesystem',
-        'spec.provisioning.diskSetup.filesystems[1].label',
+        'spec.provisioning.diskSetup.filesystems[1].filesystem',
         'spec.provisioning.diskSetup.filesystems[2].replaceFS',
         'spec.provisioning.diskSetup.filesystems[3].device',
         'spec.provisioning.diskSetup.filesystems[4].partition',

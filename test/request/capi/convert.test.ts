@@ -300,6 +300,6 @@ describe('Cluster API input', () => {
     assert.deepEqual(doc.users, [{ name: 'ops', lock_passwd: false }]);
     assert.deepEqual(doc.ntp, { enabled: false });
     assert.deepEqual(doc.disk_setup, { '/dev/sdb': { table_type: 'gpt', layout: true, overwrite: false } });
-    assert.deepEqual(doc.fs_setup, [{ label: 'data', filesystem: 'ext4', device: '/dev/sdb.1', overwrite: false }]);
+    assert.deepEqual(doc.fs_setup, [{ label: 'data', filesystem: 'ext4', device: '/dev/sdb1', partition: 'auto', overwrite: false }]);
   });
 });

@@ -180,7 +180,8 @@ describe('merge semantics against the plan', () => {
     );
     const alice = cfg(out).passwd!.users.find((u) => u.name === 'alice')!;
     assert.equal(alice.shell, '/bin/zsh');
-    assert.deepEqual(alice.groups, ['wheel', 'docker', 'adm']);
+    // The plan's own groups go to kubeadm-groups.service, never passwd: only the child's stay.
+    assert.deepEqual(alice.groups, ['docker', 'adm']);
     assert.deepEqual(alice.sshAuthorizedKeys, ['ssh-ed25519 AAAAC3Nza alice@x', 'ssh-ed25519 BBBB alice@y']);
     await assertValid(out);
   });
