@@ -140,6 +140,21 @@ function homeDirectories(files: readonly PlanFile[], users: readonly PlanUser[])
   return [...out.values()];
 }
 
+/**
+ * A user's primary group: the one the request names, else the user's own name when the
+ * request lists it among the user's groups. useradd makes a user-private group of the
+ * user's name (USERGROUPS_ENAB, the default on Debian, Ubuntu, Fedora and Flatcar), and
+ * refuses to when a group of that name exists already ("group ops exists - if you want
+ * to add this user to that group, use -g"); cloud-init creates every listed group before
+ * useradd, so `groups: sudo, ops` for user `ops` left the user uncreated on a real first
+ * boot. Naming the group as the primary one is what both meant, in both formats.
+ */
+function primaryGroupOf(u: { name: string; groups?: string; primaryGroup?: string }): { primaryGroup?: string } {
+  if (u.primaryGroup !== undefined) return { primaryGroup: u.primaryGroup };
+  const groups = (u.groups ?? '').split(',').map((g) => g.trim());
+  return groups.includes(u.name) ? { primaryGroup: u.name } : {};
+}
+
 /** The additional Ignition config, when the request gives one (Cluster API `ignition.containerLinuxConfig`). */
 function planIgnition(prov: NonNullable<NodeBootstrap['spec']['provisioning']>): Pick<ProvisioningPlan, 'ignition'> {
   const clc = prov.ignition?.containerLinuxConfig;
@@ -197,7 +212,7 @@ export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap): Provis
       ...(u.inactive !== undefined ? { inactive: u.inactive } : {}),
       ...(u.shell !== undefined ? { shell: u.shell } : {}),
       ...(u.passwd !== undefined ? { passwd: u.passwd } : {}),
-      ...(u.primaryGroup !== undefined ? { primaryGroup: u.primaryGroup } : {}),
+      ...primaryGroupOf(u),
       ...(u.lockPassword !== undefined ? { lockPassword: u.lockPassword } : {}),
       ...(u.sudo !== undefined ? { sudo: u.sudo } : {}),
       sshAuthorizedKeys: u.sshAuthorizedKeys ?? [],
