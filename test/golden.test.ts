@@ -29,6 +29,18 @@ const FORMATS = [
   ['ignition', 'ign.json'],
 ] as const;
 
+/** A golden passes every validator of its format: the schemas, the rules, the real tools. */
+async function validates(format: 'cloud-config' | 'ignition', body: string, version: string | undefined): Promise<void> {
+  if (format === 'cloud-config') {
+    assert.deepEqual(validateCloudConfigSchema(body), []);
+    assert.deepEqual(await cloudInitSchema(body), []);
+  } else {
+    assert.deepEqual(validateIgnitionSchema(body, version!), []);
+    assert.deepEqual(checkIgnitionRules(JSON.parse(body)), []);
+    if (ignitionValidateKnows(version!)) assert.deepEqual(await ignitionValidate(body), []);
+  }
+}
+
 describe('golden outputs', () => {
   for (const role of ROLES) {
     for (const [api, kubernetesVersion] of Object.entries(KUBE_VERSIONS)) {
@@ -45,15 +57,7 @@ describe('golden outputs', () => {
             writeFileSync(file, out.body);
           }
           assert.equal(out.body, readFileSync(file, 'utf8'), `${name} differs from the golden; if intended, UPDATE_GOLDEN=1 npm test`);
-          if (format === 'cloud-config') {
-            assert.deepEqual(validateCloudConfigSchema(out.body), []);
-            assert.deepEqual(await cloudInitSchema(out.body), []);
-          } else {
-            const version = out.ignitionVersion!;
-            assert.deepEqual(validateIgnitionSchema(out.body, version), []);
-            assert.deepEqual(checkIgnitionRules(JSON.parse(out.body)), []);
-            if (ignitionValidateKnows(version)) assert.deepEqual(await ignitionValidate(out.body), []);
-          }
+          await validates(format, out.body, out.ignitionVersion);
         });
       }
     }
@@ -113,15 +117,7 @@ describe('golden outputs', () => {
       const file = new URL(name, GOLDEN_DIR);
       if (update) writeFileSync(file, out.body);
       assert.equal(out.body, readFileSync(file, 'utf8'), `${name} differs from the golden; if intended, UPDATE_GOLDEN=1 npm test`);
-      if (format === 'cloud-config') {
-        assert.deepEqual(validateCloudConfigSchema(out.body), []);
-        assert.deepEqual(await cloudInitSchema(out.body), []);
-      } else {
-        const version = out.ignitionVersion!;
-        assert.deepEqual(validateIgnitionSchema(out.body, version), []);
-        assert.deepEqual(checkIgnitionRules(JSON.parse(out.body)), []);
-        if (ignitionValidateKnows(version)) assert.deepEqual(await ignitionValidate(out.body), []);
-      }
+      await validates(format, out.body, out.ignitionVersion);
     });
   }
 

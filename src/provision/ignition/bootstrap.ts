@@ -83,22 +83,39 @@ export function bootcmdScript(boot: CommandList): string {
  */
 export function bootstrapUnit(plan: ProvisioningPlan, withBootcmd: boolean): string {
   const node = plan.nodeName && !unitValueProblem(plan.nodeName) ? ` ${plan.nodeName}` : '';
+  return runOnceUnit(
+    [
+      `Description=${escapeSpecifiers(`Bootstrap Kubernetes node${node} with kubeadm (once)`)}`,
+      'Wants=network-online.target',
+      'After=network-online.target',
+      'After=containerd.service crio.service docker.service',
+      ...(withBootcmd ? [`After=${BOOTCMD_UNIT}`] : []),
+    ],
+    BOOTSTRAP_SCRIPT,
+    BOOTSTRAP_STAMP,
+  );
+}
+
+/**
+ * A oneshot unit that runs `script` with `/bin/sh` once: skipped while `stamp` exists,
+ * which `ExecStartPost=` writes on success and `ExecStopPost=` also after a failure (so
+ * it is not retried on later boots); `StateDirectory=` creates the stamp's directory.
+ *
+ * @param unitLines the `[Unit]` settings before the stamp condition (description, ordering)
+ */
+export function runOnceUnit(unitLines: readonly string[], script: string, stamp: string): string {
   return [
     '[Unit]',
-    `Description=${escapeSpecifiers(`Bootstrap Kubernetes node${node} with kubeadm (once)`)}`,
-    'Wants=network-online.target',
-    'After=network-online.target',
-    'After=containerd.service crio.service docker.service',
-    ...(withBootcmd ? [`After=${BOOTCMD_UNIT}`] : []),
-    `ConditionPathExists=!${BOOTSTRAP_STAMP}`,
+    ...unitLines,
+    `ConditionPathExists=!${stamp}`,
     '',
     '[Service]',
     'Type=oneshot',
     'RemainAfterExit=yes',
     `StateDirectory=${STATE_DIRECTORY}`,
-    `ExecStart=/bin/sh ${BOOTSTRAP_SCRIPT}`,
-    `ExecStartPost=touch ${BOOTSTRAP_STAMP}`,
-    `ExecStopPost=touch ${BOOTSTRAP_STAMP}`,
+    `ExecStart=/bin/sh ${script}`,
+    `ExecStartPost=touch ${stamp}`,
+    `ExecStopPost=touch ${stamp}`,
     'StandardOutput=journal+console',
     '',
     '[Install]',

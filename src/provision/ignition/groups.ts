@@ -13,7 +13,7 @@ import { shellQuote } from '../shell.js';
 import type { Owner, PlanDirectory, PlanFile, PlanUser } from '../plan/types.js';
 import { GENERATED, type IgnitionFile, type IgnitionUnit, type Sourced } from './config.js';
 import type { EncodeOptions } from './dataurl.js';
-import { BOOTSTRAP_STATE_DIR, BOOTSTRAP_UNIT, KUBEADM_DIR } from './bootstrap.js';
+import { BOOTSTRAP_STATE_DIR, BOOTSTRAP_UNIT, KUBEADM_DIR, runOnceUnit } from './bootstrap.js';
 import { generatedFile } from './files.js';
 
 /** The script that adds users to their groups. */
@@ -99,25 +99,7 @@ export function groupsScript(users: readonly PlanUser[], late: readonly LateGrou
 
 /** `kubeadm-groups.service`: runs the script once (stamp in the bootstrap unit's state directory), before kubeadm. */
 export function groupsUnit(): string {
-  return [
-    '[Unit]',
-    'Description=Add node users to their supplementary groups (once)',
-    `Before=${BOOTSTRAP_UNIT}`,
-    `ConditionPathExists=!${GROUPS_STAMP}`,
-    '',
-    '[Service]',
-    'Type=oneshot',
-    'RemainAfterExit=yes',
-    'StateDirectory=bootwright',
-    `ExecStart=/bin/sh ${GROUPS_SCRIPT}`,
-    `ExecStartPost=touch ${GROUPS_STAMP}`,
-    `ExecStopPost=touch ${GROUPS_STAMP}`,
-    'StandardOutput=journal+console',
-    '',
-    '[Install]',
-    'WantedBy=multi-user.target',
-    '',
-  ].join('\n');
+  return runOnceUnit(['Description=Add node users to their supplementary groups (once)', `Before=${BOOTSTRAP_UNIT}`], GROUPS_SCRIPT, GROUPS_STAMP);
 }
 
 /**
