@@ -31,8 +31,10 @@ const KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBootwrightFirstBootTestKeyNotA
 
 /** What the machine's profile provisions (the same in both formats). */
 function provisioning() {
-  // The hard contents of the round-trip tests, minus the 1 MiB ones (a boot budget, not a limit).
-  const hard = files().filter((f) => !f.path.endsWith('one-mib.txt') && !f.path.endsWith('gzip-text.txt'));
+  // The hard contents of the round-trip tests, but the 1 MiB plain text: a profile holding
+  // it is over the service's default body limit (1 MiB), so it could not be registered
+  // (its gzip+base64 twin, small in the request and 1 MiB on the node, goes in).
+  const hard = files().filter((f) => !f.path.endsWith('one-mib.txt'));
   // Hard commands that succeed on a bare guest, each also logged in order.
   const commands = COMMANDS.filter((c) => !c.includes('/etc/cni/') && !c.startsWith('* '));
   return {
