@@ -8,7 +8,9 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { loadAll } from 'js-yaml';
@@ -439,7 +441,9 @@ describe('deploy/kubernetes/replicated overlay', () => {
 describe('deploy/kubernetes probe paths are served by the service', () => {
   let app: FastifyInstance | undefined;
   before(async () => {
-    const config = loadConfig({}, { tokens: [{ name: 't', token: 'x'.repeat(20), scopes: ['admin'] }], logLevel: 'silent', rateLimitMax: 0, maxEventLoopDelayMs: 0 });
+    // A data directory of its own: the signing key is generated there, not in the clone's ./data.
+    const dataDir = mkdtempSync(join(tmpdir(), 'bootwright-probes-'));
+    const config = loadConfig({}, { dataDir, tokens: [{ name: 't', token: 'x'.repeat(20), scopes: ['admin'] }], logLevel: 'silent', rateLimitMax: 0, maxEventLoopDelayMs: 0 });
     app = await buildServer({ config });
     await app.ready();
   });
