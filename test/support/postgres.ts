@@ -76,5 +76,15 @@ export async function createDatabase(): Promise<{ name: string; url: string }> {
 
 /** Drop a database, ending whatever is still connected to it. */
 export async function dropDatabase(database: string): Promise<void> {
-  await withAdmin((admin) => admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+  // FORCE ends the database's sessions; one another role holds for a moment (42501:
+  // not ours to terminate) is waited out a few times before giving up.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await withAdmin((admin) => admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+      return;
+    } catch (e) {
+      if ((e as { code?: string }).code !== '42501' || attempt === 5) throw e;
+      await new Promise((r) => setTimeout(r, 500 * attempt));
+    }
+  }
 }
