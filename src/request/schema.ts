@@ -7,6 +7,7 @@
  */
 import { posix } from 'node:path';
 import { z } from 'zod';
+import { OUTPUT_FORMATS } from '../provision/formats.js';
 
 /** A DNS-1123 label (RFC 1123): lower-case alphanumerics and `-`, at most 63 characters. */
 const dns1123Label = z
@@ -254,8 +255,8 @@ export const kubeadmSchema = z.strictObject({
   useExperimentalRetryJoin: z.boolean().optional(),
 });
 
-export const OUTPUT_FORMATS = ['cloud-config', 'ignition'] as const;
-export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+/** Payload formats: the registered ones (`src/provision/formats.ts`). */
+export { OUTPUT_FORMATS, type OutputFormat } from '../provision/formats.js';
 
 /** Cloud platforms whose user data size limit bootwright knows ({@link ../platform.ts}). */
 export const PLATFORMS = ['aws', 'azure', 'gcp', 'openstack', 'vsphere'] as const;

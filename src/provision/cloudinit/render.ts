@@ -13,8 +13,7 @@ import type { PlanDirectory, PlanDisk, PlanFile, PlanFilesystem, PlanMount, Plan
 import { dumpYaml } from '../../yaml/dump.js';
 import { retriedCommand, shellCommand } from '../shell.js';
 
-/** The media type of a cloud-config document (cloud-init user data). */
-export const CLOUD_CONFIG_MEDIA_TYPE = 'text/cloud-config';
+export { CLOUD_CONFIG_MEDIA_TYPE } from './format.js';
 
 /** Where cloud-config nodes get their kubeadm configuration (CABPK's path). */
 export const CLOUD_CONFIG_KUBEADM_DIR = '/run/kubeadm';
