@@ -5,6 +5,7 @@
  * its registration, and one line here.
  */
 import { fieldError } from '../errors.js';
+import { CLOUDBASE_INIT_PROVISIONER } from './cloudbase-init/provisioner.js';
 import { CLOUD_INIT_PROVISIONER } from './cloudinit/provisioner.js';
 import { formatNamed, FORMATS, type OutputFormat } from './formats.js';
 import { IGNITION_PROVISIONER } from './ignition/provisioner.js';
@@ -15,6 +16,7 @@ import type { Provisioner } from './provisioner.js';
 /** Every provisioner, in selection order. */
 export const PROVISIONERS: readonly Provisioner[] = [
   CLOUD_INIT_PROVISIONER,
+  CLOUDBASE_INIT_PROVISIONER,
   IGNITION_PROVISIONER,
   IGNITION_V2_PROVISIONER,
 ];

@@ -38,7 +38,7 @@ export function octal(mode: number): string {
  * the characters YAML 1.1 treats as line breaks or a byte-order mark (CR, NEL, U+2028,
  * U+2029, U+FEFF).
  */
-function isPlainText(bytes: Uint8Array): string | undefined {
+export function isPlainText(bytes: Uint8Array): string | undefined {
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
