@@ -26,8 +26,8 @@ export const PROVISIONERS: readonly Provisioner[] = [
  * of its provisioners, first in registry order; undefined when none serves it or the
  * format is unversioned.
  */
-export function servedVersion(format: OutputFormat, requested: string): string | undefined {
-  for (const p of PROVISIONERS) {
+export function servedVersion(format: OutputFormat, requested: string, provisioners: readonly Provisioner[] = PROVISIONERS): string | undefined {
+  for (const p of provisioners) {
     if (p.format.name !== format || !p.serves) continue;
     const v = p.serves(requested);
     if (v !== undefined) return v;
@@ -48,19 +48,26 @@ export interface Selection {
  * @param plan the plan, whose `os` and content pick among the format's provisioners
  * @param requested the version asked for, if any (ignored for an unversioned format)
  * @param versionField the field, flag or header `requested` came from, for errors
+ * @param provisioners the registrations to choose among (default: {@link PROVISIONERS})
  * @throws RequestError (422) at `versionField` when no provisioner of the format serves
  *   `requested`; at the plan's `osField` when the format has no provisioner for its OS
  */
-export function selectProvisioner(format: OutputFormat, plan: ProvisioningPlan, requested: string | undefined, versionField: string): Selection {
+export function selectProvisioner(
+  format: OutputFormat,
+  plan: ProvisioningPlan,
+  requested: string | undefined,
+  versionField: string,
+  provisioners: readonly Provisioner[] = PROVISIONERS,
+): Selection {
   const f = formatNamed(format);
   const os = osOf(plan);
-  const forOs = PROVISIONERS.filter((p) => p.format.name === format && p.os === os);
+  const forOs = provisioners.filter((p) => p.format.name === format && p.os === os);
   if (forOs.length === 0) {
-    fieldError(plan.osField ?? 'spec.output.os', `${f.title} is not served for ${os} nodes; ${os} nodes get ${formatsFor(os).join(' or ')}`);
+    fieldError(plan.osField ?? 'spec.output.os', `${f.title} is not served for ${os} nodes; ${os} nodes get ${formatsFor(os, provisioners).join(' or ')}`);
   }
   const applicable = forOs.filter((p) => p.accepts?.(plan) ?? true);
   if (requested !== undefined && f.versions) {
-    const version = servedVersion(format, requested);
+    const version = servedVersion(format, requested, provisioners);
     if (version === undefined) fieldError(versionField, `${f.versions.noun} ${requested} is not supported; bootwright emits ${f.versions.served}`);
     const provisioner = applicable.find((p) => p.serves?.(requested) === version);
     if (!provisioner) fieldError(versionField, `${f.versions.noun} ${requested} is not served for ${os} nodes`);
@@ -77,6 +84,6 @@ export function osOf(plan: ProvisioningPlan): TargetOs {
 }
 
 /** The titles of the formats with a provisioner for `os`, in format order. */
-function formatsFor(os: TargetOs): string[] {
-  return FORMATS.filter((f) => PROVISIONERS.some((p) => p.format.name === f.name && p.os === os)).map((f) => f.title);
+function formatsFor(os: TargetOs, provisioners: readonly Provisioner[]): string[] {
+  return FORMATS.filter((f) => provisioners.some((p) => p.format.name === f.name && p.os === os)).map((f) => f.title);
 }

@@ -9,6 +9,7 @@ import { RequestError } from '../../src/errors.js';
 import { FORMATS, OUTPUT_FORMATS } from '../../src/provision/formats.js';
 import { TARGET_OS } from '../../src/provision/plan/types.js';
 import { PROVISIONERS, selectProvisioner, servedVersion } from '../../src/provision/registry.js';
+import type { Provisioner } from '../../src/provision/provisioner.js';
 import { makePlan } from './ignition/plan.js';
 
 describe('provisioner registry', () => {
@@ -47,6 +48,22 @@ describe('provisioner registry', () => {
     assert.throws(
       () => selectProvisioner('ignition', plan, '4.0.0', 'Accept'),
       (e: unknown) => e instanceof RequestError && e.problems[0]!.path === 'Accept' && e.problems[0]!.message === 'Ignition spec 4.0.0 is not supported; bootwright emits 2.3.0 and 3.0.0 to 3.6.0',
+    );
+  });
+
+  it('a variant listed before the provisioner it refines is chosen for the plans it accepts, and only those', () => {
+    const general = PROVISIONERS.find((p) => p.name === 'cloud-init')!;
+    const variant: Provisioner = { ...general, name: 'cloud-init-variant', accepts: (plan) => plan.nodeName === 'templated', render: () => ({ body: '## variant\n', warnings: [] }) };
+    const list = [variant, ...PROVISIONERS];
+    assert.equal(selectProvisioner('cloud-config', makePlan({ nodeName: 'templated' }), undefined, 'f', list).provisioner.name, 'cloud-init-variant');
+    assert.equal(selectProvisioner('cloud-config', makePlan(), undefined, 'f', list).provisioner.name, 'cloud-init');
+    assert.equal(selectProvisioner('cloud-config', makePlan({ os: 'windows' }), undefined, 'f', list).provisioner.name, 'cloudbase-init');
+  });
+
+  it('a format with no provisioner for the plan\'s OS is a 422 at the field that chose the OS', () => {
+    assert.throws(
+      () => selectProvisioner('ignition', makePlan({ os: 'windows', osField: 'spec.output.os' }), '3.4.0', 'Accept'),
+      (e: unknown) => e instanceof RequestError && e.status === 422 && e.problems[0]!.path === 'spec.output.os' && e.problems[0]!.message === 'Ignition is not served for windows nodes; windows nodes get cloud-config',
     );
   });
 });
