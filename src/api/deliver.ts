@@ -8,6 +8,8 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { DEFAULT_FORMAT, FORMATS, formatNamed } from '../provision/formats.js';
+import { targetOs } from '../provision/plan/os.js';
+import { formatsServedFor } from '../provision/registry.js';
 import { GZIP_MEDIA_TYPE, renderNodeBootstrap, type RenderResult } from '../render.js';
 import { OUTPUT_FORMATS, type OutputFormat, PLATFORMS, type Platform } from '../request/schema.js';
 import { type KnownRequest, renderKey } from './cache.js';
@@ -118,7 +120,7 @@ export function negotiatedRender(
   query: DeliveryQuery,
 ): { n: Negotiated; result: RenderResult } {
   const { req, digest } = known;
-  const n = negotiate(query.format, request.headers.accept, req.spec.output?.format ?? DEFAULT_FORMAT);
+  const n = negotiate(query.format, request.headers.accept, req.spec.output?.format ?? DEFAULT_FORMAT, undefined, formatsServedFor(targetOs(req).os));
   const requestedVersion = query.ignitionVersion ?? n.ignitionVersion;
   const result = ctx.cache.render(renderKey(digest, n.format, requestedVersion, query.platform), () =>
     renderNodeBootstrap(req, {

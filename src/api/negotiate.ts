@@ -125,6 +125,11 @@ function preferredVersionedRange(ranges: readonly MediaRange[], format: OutputFo
  *   when Accept is absent or names no offered type more specifically than a wildcard.
  * @param supports whether a versioned format's `version=` parameter can be served
  *   (default: by a registered provisioner).
+ * @param servable the formats this request's node can get (its OS's provisioners, e.g.
+ *   only cloud-config for a Windows node); default all. Accept ranges matching only other
+ *   formats are set aside when one matching a servable format remains (`*\/*` gives a
+ *   Windows node cloud-config); when none does, they stand, so the render refuses the
+ *   format at the field that chose the OS (a 422) rather than a bare 406.
  * @returns the format, whether to wrap it in the JSON envelope, and the version the
  *   client named (an exact range of a versioned format's media type only, e.g.
  *   `application/vnd.coreos.ignition+json; version=3.4.0`).
@@ -138,6 +143,7 @@ export function negotiate(
   accept: string | undefined,
   defaultFormat: OutputFormat,
   supports: Supports = registered,
+  servable?: readonly OutputFormat[],
 ): Negotiated {
   if (!accept || accept.trim() === '') return { format: format ?? defaultFormat, envelope: false };
   const ranges = parseAccept(accept);
@@ -158,6 +164,13 @@ export function negotiate(
     const f = FORMAT_OF_MEDIA_TYPE.get(mediaType);
     if (f !== undefined && formatNamed(f).versions && best?.specificity === 3) best = preferredVersionedRange(ranges, f, supports) ?? best;
     if (best && best.q > 0) matches.push(best);
+  }
+  if (servable) {
+    const forNode = matches.filter((m) => {
+      const f = FORMAT_OF_MEDIA_TYPE.get(m.mediaType);
+      return f !== undefined && servable.includes(f);
+    });
+    if (forNode.length > 0) matches = matches.filter((m) => !FORMAT_OF_MEDIA_TYPE.has(m.mediaType) || forNode.includes(m));
   }
   // An exact range of a versioned format at a version not served: dropped when the client
   // named something else as good, else refused.

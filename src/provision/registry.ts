@@ -85,5 +85,10 @@ export function osOf(plan: ProvisioningPlan): TargetOs {
 
 /** The titles of the formats with a provisioner for `os`, in format order. */
 function formatsFor(os: TargetOs, provisioners: readonly Provisioner[]): string[] {
-  return FORMATS.filter((f) => provisioners.some((p) => p.format.name === f.name && p.os === os)).map((f) => f.title);
+  return formatsServedFor(os, provisioners).map((name) => formatNamed(name).title);
+}
+
+/** The formats a plan for `os` can be rendered in, in format order (what negotiation may choose for that node). */
+export function formatsServedFor(os: TargetOs, provisioners: readonly Provisioner[] = PROVISIONERS): OutputFormat[] {
+  return FORMATS.filter((f) => provisioners.some((p) => p.format.name === f.name && p.os === os)).map((f) => f.name);
 }
