@@ -330,7 +330,7 @@ function provisioning(spec: KubeadmConfigSpec, request: Doc, at: string, secrets
         if (contentFormat !== undefined) problems.push({ path: `${path}.contentFormat`, message: 'applies to content, not to a Secret\'s value (contentFrom), which is written as it is' });
         const resolved = secrets.resolve(contentFrom, `${path}.contentFrom`);
         if (resolved instanceof Uint8Array) Object.assign(file, secretFileContent(resolved, file.encoding, `${path}.contentFrom`, problems));
-        else problems.push(resolved);
+        else if (resolved) problems.push(resolved);
         rewrite.push([`spec.provisioning.files[${i}].content`, `${path}.contentFrom`]);
       } else if (contentFormat === 'Template') {
         if (file.encoding !== undefined || typeof file.content !== 'string') problems.push({ path: `${path}.contentFormat`, message: 'Template applies to plain-text content; remove encoding' });
@@ -346,8 +346,9 @@ function provisioning(spec: KubeadmConfigSpec, request: Doc, at: string, secrets
         const path = `${at}.users[${i}].passwdFrom`;
         if (user.passwd !== undefined) problems.push({ path: `${at}.users[${i}].passwd`, message: 'give passwd or passwdFrom, not both' });
         const resolved = secrets.resolve(passwdFrom, path);
-        if (!(resolved instanceof Uint8Array)) problems.push(resolved);
-        else {
+        if (!(resolved instanceof Uint8Array)) {
+          if (resolved) problems.push(resolved);
+        } else {
           const text = secretText(resolved);
           if (text === undefined || text === '') problems.push({ path, message: 'reads a value that is not a password hash: the Secret must hold the hash as non-empty UTF-8 text' });
           else user.passwd = text;

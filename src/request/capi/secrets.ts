@@ -69,9 +69,10 @@ export interface SecretIndex {
   /**
    * The bytes of `ref.secret.key` of the Secret `ref.secret.name` (in `namespace` when
    * both it and the Secret name one), or a problem at `at` (the reference's field) naming
-   * the missing Secret or key.
+   * the missing Secret or key; undefined when `spec.secrets` itself is invalid (its
+   * problems are reported, not a missing Secret for every reference).
    */
-  resolve(ref: SecretKeyReference, at: string): Uint8Array<ArrayBuffer> | FieldProblem;
+  resolve(ref: SecretKeyReference, at: string): Uint8Array<ArrayBuffer> | FieldProblem | undefined;
 }
 
 /**
@@ -104,7 +105,8 @@ export function indexSecrets(value: unknown, namespace: string | undefined): { i
       });
     }
   }
-  const resolve = (ref: SecretKeyReference, at: string): Uint8Array<ArrayBuffer> | FieldProblem => {
+  const resolve = (ref: SecretKeyReference, at: string): Uint8Array<ArrayBuffer> | FieldProblem | undefined => {
+    if (problems.length > 0) return undefined;
     const { name, key } = ref.secret;
     const all = byName.get(name) ?? [];
     const candidates = all.filter((s) => s.namespace === undefined || namespace === undefined || s.namespace === namespace);
