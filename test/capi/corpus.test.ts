@@ -32,7 +32,6 @@ import {
   type CorpusCase,
   cloudInitRender,
   corpusRequest,
-  envsubst,
   fixtureFiles,
   haveCloudInit,
   INSTANCE_DATA,
@@ -40,8 +39,8 @@ import {
   kubeadmValue,
   METADATA,
   type Needs,
-  nodeEnvironment,
   registeredName,
+  runTemplateCommands,
   strictKubeadmProblems,
 } from '../support/corpus.js';
 import { cloudConfigFiles, ignitionFiles } from '../support/decode.js';
@@ -72,6 +71,20 @@ function preKubeadmCommands(c: CorpusCase): string[] {
   return spec.preKubeadmCommands ?? [];
 }
 
+/** Every string under a parsed document. */
+function strings(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value)) return value.flatMap(strings);
+  if (typeof value === 'object' && value !== null) return Object.values(value).flatMap(strings);
+  return [];
+}
+
+/** The files of an Ignition config that it writes from data: URLs (remote sources are fetched on the node). */
+function inlineFiles(config: { storage?: { files?: { contents?: { source?: string } }[] } }): Map<string, Buffer> {
+  const files = (config.storage?.files ?? []).filter((f) => f.contents?.source === undefined || f.contents.source.startsWith('data:'));
+  return ignitionFiles({ ...config, storage: { ...config.storage, files } });
+}
+
 /** The kubeadm configuration file among a node's files: the one holding an Init or Join configuration. */
 function kubeadmFile(files: Map<string, Buffer>): [string, string] {
   const found = [...files].find(([, bytes]) => /^kind: (?:Init|Join)Configuration$/m.test(bytes.toString('utf8')));
@@ -90,7 +103,7 @@ async function serve(c: CorpusCase): Promise<void> {
     assert.deepEqual(validateIgnitionSchema(out.body, version), []);
     assert.deepEqual(checkIgnitionRules(JSON.parse(out.body)), []);
     if (ignitionValidateKnows(version)) assert.deepEqual(await ignitionValidate(out.body), []);
-    files = ignitionFiles(JSON.parse(out.body));
+    files = inlineFiles(JSON.parse(out.body) as Parameters<typeof inlineFiles>[0]);
     document = out.body;
   } else {
     document = out.body;
@@ -118,17 +131,15 @@ async function serve(c: CorpusCase): Promise<void> {
   }
 
   let [, kubeadm] = kubeadmFile(files);
-  if (c.metadata) {
-    assert.match(kubeadm, /\$\{(?:COREOS|AFTERBURN)_[A-Z0-9_]+\}/, 'the kubeadm configuration is filled in on the node');
-    kubeadm = envsubst(kubeadm, await nodeEnvironment(METADATA[c.metadata]!, preKubeadmCommands(c)));
-  } else {
-    assert.doesNotMatch(kubeadm, /\$\{COREOS_|\{\{ *(?:ds|v1)\./, 'nothing is left to fill in');
-  }
+  if (c.metadata) assert.match(kubeadm, /\$\{(?:COREOS|AFTERBURN)_[A-Z0-9_]+\}/, 'the kubeadm configuration is filled in on the node');
+  if (c.format === 'ignition') kubeadm = await runTemplateCommands(kubeadm, preKubeadmCommands(c), c.metadata ? METADATA[c.metadata] : undefined, c.imds);
+  assert.doesNotMatch(kubeadm, /\$\{COREOS_|\{\{ *(?:ds|v1)\.|@@HOSTNAME@@/, 'nothing is left to fill in');
   const docs = kubeadmDocuments(kubeadm);
   assert.deepEqual(strictKubeadmProblems(docs), []);
   if (c.nodeName) assert.equal(registeredName(docs), c.nodeName);
   for (const [where, value] of Object.entries(c.kubeadm ?? {})) assert.deepEqual(kubeadmValue(docs, where), value, where);
-  for (const text of c.documentHas ?? []) assert.ok(document.includes(text), `the document holds ${text}`);
+  const values = [...strings(c.format === 'ignition' ? JSON.parse(document) : load(c.format === 'windows' ? document.replace(/^## template: jinja\n/, '') : document)), ...[...files.values()].map((b) => b.toString('utf8'))];
+  for (const text of c.documentHas ?? []) assert.ok(values.some((v) => v.includes(text)), `a value of the document holds ${text}`);
   const given = fixtureFiles(c.file);
   for (const p of c.literalFiles ?? []) {
     const content = given.find((f) => f.path === p)?.content;

@@ -13,7 +13,7 @@
  */
 import { execFile } from 'node:child_process';
 import { accessSync, constants, readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { load, loadAll } from 'js-yaml';
@@ -157,6 +157,8 @@ export interface CorpusCase {
   instanceData?: keyof typeof INSTANCE_DATA;
   /** Ignition with metadata variables: the provider whose metadata file the node has. */
   metadata?: keyof typeof METADATA;
+  /** What the provider's instance metadata service answers the template's commands (`curl`), when they ask it. */
+  imds?: unknown;
   /** The node name kubeadm registers (`nodeRegistration.name` after boot-time values are filled in). */
   nodeName?: string;
   /**
@@ -164,7 +166,7 @@ export interface CorpusCase {
    * path (see {@link kubeadmValue}): `Node.nodeRegistration.kubeletExtraArgs.provider-id`.
    */
   kubeadm?: Record<string, unknown>;
-  /** Text the (rendered) document must hold. */
+  /** Text one of the document's values must hold (a command, a file's content: any string, after YAML or JSON parsing). */
   documentHas?: string[];
   /** Paths of the template's files[] whose content must reach the node byte for byte, literal braces and all. */
   literalFiles?: string[];
@@ -180,23 +182,17 @@ export const CORPUS: CorpusCase[] = [
   { file: 'aws-md-0.yaml', role: 'worker', format: 'cloud-config', instanceData: 'aws', nodeName: 'ip-10-0-1-17.ec2.internal', needs: ['ident'] },
   { file: 'aws-flatcar-kcp.yaml', role: 'init', format: 'ignition', metadata: 'aws', nodeName: 'ip-10-0-1-17.ec2.internal', needs: ['ident'] },
   { file: 'aws-flatcar-md-0.yaml', role: 'worker', format: 'ignition', metadata: 'aws', nodeName: 'ip-10-0-1-17.ec2.internal', needs: ['ident'] },
+  // The node name is the placeholder '@@HOSTNAME@@', which a command replaces in /etc/kubeadm.yml with the VM name from Azure's IMDS.
   {
     file: 'azure-flatcar-kcp.yaml',
     role: 'init',
     format: 'ignition',
     secrets: () => [azureJsonSecret('prod-control-plane-azure-json', 'control-plane-azure.json')],
-    refused: {
-      at: /nodeRegistration\.name$/,
-      why: "the node name is the placeholder '@@HOSTNAME@@', which a preKubeadmCommand replaces in /etc/kubeadm.yml with the VM name it reads from Azure's IMDS: no metadata variable carries the Azure VM name on Flatcar, and a name bootwright cannot read at boot or check is refused (a node that can never register)",
-    },
+    imds: { compute: { name: 'prod-node-7xk2p' } },
+    nodeName: 'prod-node-7xk2p',
+    needs: ['ident'],
   },
-  {
-    file: 'azure-flatcar-md-0.yaml',
-    role: 'worker',
-    format: 'ignition',
-    secrets: () => [azureJsonSecret('prod-md-0-azure-json', 'worker-node-azure.json')],
-    refused: { at: /nodeRegistration\.name$/, why: "as azure-flatcar-kcp.yaml: '@@HOSTNAME@@' is filled in by a sed from Azure's IMDS" },
-  },
+  { file: 'azure-flatcar-md-0.yaml', role: 'worker', format: 'ignition', secrets: () => [azureJsonSecret('prod-md-0-azure-json', 'worker-node-azure.json')], imds: { compute: { name: 'prod-node-7xk2p' } }, nodeName: 'prod-node-7xk2p', needs: ['ident'] },
   {
     file: 'azure-windows-kcp.yaml',
     role: 'init',
@@ -338,27 +334,35 @@ export async function cloudInitRender(document: string, instanceData: InstanceDa
 }
 
 /**
- * The environment a node's kubeadm step sees: the metadata file (systemd
- * `EnvironmentFile=`), then the template's `export NAME=…` preKubeadmCommands, in order, in
- * one shell, as CABPK's `/etc/kubeadm.sh` runs them (bash, so `${X%.*}` trims as on the node).
+ * What the template's own commands make of the kubeadm configuration on the node, run as
+ * CABPK's Ignition layout runs them: `kubeadm.service` with the metadata file as its
+ * `EnvironmentFile=`, then `/etc/kubeadm.sh`, one shell running the preKubeadmCommands in
+ * order, so an `export` changes what a later `envsubst` sees. Only the commands that
+ * `export` a variable or edit `/etc/kubeadm.yml` run (real bash, envsubst, sed, jq), with
+ * `/etc/kubeadm.yml` in a temporary directory and `curl` answering with `imds` (a
+ * provider's instance metadata service, e.g. Azure's `compute.name`).
+ *
+ * @returns the kubeadm configuration after those commands
  */
-export async function nodeEnvironment(metadata: MetadataFile, commands: string[]): Promise<Record<string, string>> {
-  const exports = commands.filter((c) => /^export [A-Za-z_][A-Za-z0-9_]*=/.test(c));
-  const script = ['set -a', ...metadata.lines.map((l) => l.replace(/^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/, "$1='$2'")), 'set +a', ...exports, 'env -0'].join('\n');
-  const out = await new Promise<string>((resolve, reject) => {
-    execFile('/usr/bin/bash', ['--noprofile', '--norc', '-c', script], { encoding: 'utf8', env: {} }, (error, stdout) => (error ? reject(new Error(`bash failed: ${error.message}`)) : resolve(stdout)));
-  });
-  return Object.fromEntries(
-    out
-      .split('\0')
-      .filter(Boolean)
-      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-  );
-}
-
-/** GNU `envsubst` with no SHELL-FORMAT: every `$NAME` and `${NAME}` replaced, unset ones by nothing. */
-export function envsubst(text: string, env: Record<string, string>): string {
-  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_m, a: string | undefined, b: string | undefined) => env[(a ?? b)!] ?? '');
+export async function runTemplateCommands(kubeadm: string, commands: string[], metadata?: MetadataFile, imds?: unknown): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), `bootwright-corpus-${process.pid}-`));
+  try {
+    await writeFile(path.join(dir, 'kubeadm.yml'), kubeadm);
+    await mkdir(path.join(dir, 'bin'));
+    await writeFile(path.join(dir, 'imds.json'), JSON.stringify(imds ?? {}));
+    await writeFile(path.join(dir, 'bin', 'curl'), `#!/bin/sh\ncat '${dir}/imds.json'\n`, { mode: 0o755 });
+    const run = commands.filter((c) => /^export [A-Za-z_][A-Za-z0-9_]*=/.test(c) || c.includes('/etc/kubeadm.yml')).map((c) => c.replaceAll('/etc/kubeadm.yml', `${dir}/kubeadm.yml`));
+    const env = (metadata?.lines ?? []).map((l) => l.replace(/^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/, "$1='$2'"));
+    const script = ['set -e', 'set -a', ...env, 'set +a', ...run].join('\n');
+    await new Promise<void>((resolve, reject) => {
+      execFile('/usr/bin/bash', ['--noprofile', '--norc', '-c', script], { encoding: 'utf8', env: { PATH: `${dir}/bin:/usr/bin:/bin` } }, (error, _stdout, stderr) =>
+        error ? reject(new Error(`the template's commands failed: ${stderr || error.message}`)) : resolve(),
+      );
+    });
+    return await readFile(path.join(dir, 'kubeadm.yml'), 'utf8');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 /** The kubeadm documents of a kubeadm configuration file (a multi-document YAML stream). */
