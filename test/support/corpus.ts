@@ -151,6 +151,8 @@ export interface CorpusCase {
   role: 'init' | 'control-plane' | 'worker';
   /** The format it is rendered in: its own (`ignition` when the template says so; `windows` for a Windows node, which is cloud-config for cloudbase-init). */
   format: 'cloud-config' | 'ignition' | 'windows';
+  /** The node's OS given by the request (`spec.output.os`), for a Windows template with no `npipe://` CRI socket to tell. */
+  os?: 'windows';
   /** Secrets passed beside it (`spec.secrets`). */
   secrets?: () => SecretObject[];
   /** cloud-config with instance-data Jinja: the provider whose instance data `cloud-init devel render` uses. */
@@ -220,6 +222,26 @@ export const CORPUS: CorpusCase[] = [
     documentHas: ['c:/k/azure.json', 'C:/defender-exclude-calico.ps1', 'nssm set kubelet start SERVICE_AUTO_START'],
     needs: ['ident', 'reg'],
   },
+  {
+    file: 'azure-ecp-md-0.yaml',
+    role: 'worker',
+    format: 'cloud-config',
+    secrets: () => [azureJsonSecret('prod-md-0-azure-json', 'worker-node-azure.json')],
+    instanceData: 'azure',
+    nodeName: 'prod-node-7xk2p',
+    literalFiles: ['/etc/netplan/60-eth0.yaml'],
+    documentHas: ["mac=$(ip -o link | grep eth0 | grep ether | awk '{ print $17 }')", 'sed -i -e "s/MACADDRESS/${mac}/g" /etc/netplan/60-eth0.yaml'],
+    needs: ['ident'],
+  },
+  {
+    file: 'azure-ecp-windows-md-win.yaml',
+    role: 'worker',
+    format: 'windows',
+    os: 'windows',
+    secrets: () => [azureJsonSecret('prod-md-win-azure-json', 'worker-node-azure.json')],
+    documentHas: ['"aadClientSecret": "not-a-real-client-secret~0123456789"', '-SubnetPolicies @(@{Type = "VSID"; VSID = 9999; })', 'ipmo C:\\k\\debug\\hns.psm1;'],
+    needs: ['ident', 'reg'],
+  },
   { file: 'docker-dev-quick-start-kcpt-v1beta2.yaml', role: 'init', format: 'cloud-config', kubeadm: { 'Node.nodeRegistration.kubeletExtraArgs.eviction-hard': 'nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%' } },
   { file: 'docker-dev-quick-start-kct-v1beta2.yaml', role: 'worker', format: 'cloud-config', kubeadm: { 'Node.nodeRegistration.kubeletExtraArgs.eviction-hard': 'nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%' } },
   { file: 'docker-quick-start-kcpt-v1beta1.yaml', role: 'init', format: 'cloud-config', kubeadm: { 'Node.nodeRegistration.kubeletExtraArgs.cgroup-driver': 'cgroupfs', 'Node.nodeRegistration.criSocket': 'unix:///var/run/containerd/containerd.sock' } },
@@ -287,7 +309,7 @@ export function fixtureFiles(file: string): { path: string; content?: string }[]
 /**
  * The NodeBootstrap a case is served from: the committed example's cluster context for
  * the role (endpoint, token, CA), the template as `spec.kubeadmConfig`, its Secrets as
- * `spec.secrets`.
+ * `spec.secrets`, the node's OS as `spec.output.os` when the case gives one.
  */
 export function corpusRequest(c: CorpusCase): Record<string, unknown> & { spec: Record<string, unknown> } {
   const req = example(c.role);
@@ -295,6 +317,7 @@ export function corpusRequest(c: CorpusCase): Record<string, unknown> & { spec: 
   delete req.spec.provisioning;
   req.spec.kubeadmConfig = fixture(c.file);
   if (c.secrets) req.spec.secrets = c.secrets();
+  if (c.os) req.spec.output = { os: c.os };
   return req;
 }
 
