@@ -65,6 +65,8 @@ export interface ServiceContext {
    * served at `GET /ca.crt` and pinned by Ignition pointer configs.
    */
   tlsCa?: string;
+  /** Whether this server listens with TLS (its plain-HTTP listener, if any, serves the iPXE routes). */
+  https: boolean;
 }
 
 /** The HTTPS listener's credentials (src/tls/). */
@@ -325,7 +327,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const metrics = createMetrics(cache);
   const tokens = new TokenTable(config.tokens);
   const tlsCa = options.tls?.ca ?? options.tlsCa;
-  const context: ServiceContext = { config, cache, metrics, store, signing: urlSigning(config), ...(tlsCa !== undefined ? { tlsCa } : {}) };
+  const context: ServiceContext = { config, cache, metrics, store, signing: urlSigning(config), https: options.tls !== undefined, ...(tlsCa !== undefined ? { tlsCa } : {}) };
   app.setErrorHandler(handleError.bind({ config, metrics }));
 
   // Node's requestTimeout cuts a request whose headers are late, but not a body trickled

@@ -22,6 +22,7 @@
  * /ignition and /nocloud user-data are what pointer configs point at, fetched over HTTP:
  * the profile's `output.platform` user data limit never refuses them ({@link sendTarget}).
  */
+import type { TLSSocket } from 'node:tls';
 import { documentLimits } from '../../config.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
@@ -145,6 +146,22 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
     return payload;
   });
 
+  /**
+   * The plain-HTTP base URL of a request that came over the plain listener of an HTTPS
+   * service (src/api/plain.ts): its own scheme and Host, which is where this firmware
+   * reached the service. Undefined over TLS, or when the service is plain HTTP.
+   */
+  const plainBase = (request: FastifyRequest): string | undefined => {
+    if (!ctx.https || (request.raw.socket as TLSSocket).encrypted) return undefined;
+    const base = `http://${request.host}`;
+    try {
+      if (request.host !== '' && new URL(base).pathname === '/') return base;
+    } catch {
+      // fall through
+    }
+    throw new RequestError([{ path: 'headers.host', message: 'the Host header does not name a host' }], 400);
+  };
+
   /** Count a secret-bearing fetch against the machine's maxFetches; false when used up. */
   const takeFetch = (machine: StoredResource<MachineSpec>) =>
     machine.spec.maxFetches === undefined ? Promise.resolve(true) : ctx.store.takeFetch(machine.name, machine.spec.maxFetches);
@@ -167,7 +184,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
         response: { 200: text('The iPXE script'), ...FIRMWARE_PROBLEMS },
       },
     },
-    async (request, reply) => sendScript(reply, bootScript(ctx.signing.baseUrl(request)), 'no-cache'),
+    async (request, reply) => sendScript(reply, bootScript(ctx.signing.baseUrl(request), DEFAULT_RETRY_SECONDS, plainBase(request)), 'no-cache'),
   );
 
   app.get(
@@ -201,7 +218,10 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
     },
     async (request, reply) => {
       const identity = machineIdentity(request.query);
+      // The OS fetches its bootstrap data from `base` (HTTPS when the service is); iPXE's
+      // own fetches (kernel, initrds, the retry chain) go where this script came from.
       const base = ctx.signing.baseUrl(request);
+      const scriptBase = plainBase(request) ?? base;
       const candidates = await ctx.store.findMachinesBy(identity);
       // The default machine is a candidate too: matchMachine picks it only when nothing else matches.
       const fallback = ctx.config.defaultMachine;
@@ -239,21 +259,21 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
             }
           }
         }
-        return sendScript(reply, unknownMachineScript(identity, DEFAULT_RETRY_SECONDS, base), 'no-store');
+        return sendScript(reply, unknownMachineScript(identity, DEFAULT_RETRY_SECONDS, scriptBase), 'no-store');
       }
       audited.set(request, { machine: machine.name, route: '/ipxe' });
       const profile = await ctx.store.get('Profile', machine.spec.profile);
       const boot = profile.spec.boot;
-      if (!boot) return sendScript(reply, retryScript([`no boot section in profile ${echoSafe(profile.name)}`], base), 'no-store');
+      if (!boot) return sendScript(reply, retryScript([`no boot section in profile ${echoSafe(profile.name)}`], scriptBase), 'no-store');
       const format = bootFormat(profile.spec.output?.format);
       const url = bootstrapUrl(format, base, machine.name, ctx.signing.key(), ctx.signing.lifetimeSeconds);
       let script: string;
       try {
-        script = machineScript(boot, provisioningArgs(format, url), base);
+        script = machineScript(boot, provisioningArgs(format, url), scriptBase);
       } catch (e) {
         if (!(e instanceof RequestError)) throw e;
         const lines = [`profile ${echoSafe(profile.name)} cannot be booted:`, ...e.problems.map((p) => `${echoSafe(p.path)} ${echoSafe(p.message)}`)];
-        script = retryScript(lines, base);
+        script = retryScript(lines, scriptBase);
       }
       // The script carries a signed URL: never stored by a cache.
       return sendScript(reply, script, 'no-store');
