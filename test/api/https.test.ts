@@ -25,6 +25,8 @@ import { loadConfig } from '../../src/config.js';
 import { ensureAutoTls } from '../../src/tls/auto.js';
 import { readCredentials, TlsCredentialsError, watchCredentials } from '../../src/tls/credentials.js';
 import { missingDependency } from '../support/missing.js';
+import { example } from '../support/requests.js';
+import { haveIgnitionValidate, ignitionValidate, validateIgnitionSchema } from '../support/validators.js';
 
 const run = promisify(execFile);
 const TOKEN = 'https-test-admin-token-0123456789';
@@ -137,6 +139,44 @@ describe('HTTPS listener', () => {
       const r = await fetch(`http://127.0.0.1:${plainPort}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
       assert.equal(r.status, 404, path);
       assert.match(((await r.json()) as { detail: string }).detail, /use https/);
+    }
+  });
+
+  it('a machine booting through the plain listener: iPXE fetches over plain HTTP, the OS over https; the pointer pins the CA', async () => {
+    const dispatcher = new Agent({ connect: { ca: readFileSync(caFile, 'utf8') } });
+    try {
+      const post = async (collection: string, kind: string, name: string, spec: unknown) => {
+        const r = await undiciFetch(`https://127.0.0.1:${port}/v1/${collection}`, {
+          dispatcher,
+          method: 'POST',
+          headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ apiVersion: 'bootwright.dev/v1alpha1', kind, metadata: { name }, spec }),
+        });
+        assert.equal(r.status, 201, await r.text());
+      };
+      await post('clusters', 'Cluster', 'prod', (example('worker').spec as { cluster: unknown }).cluster);
+      await post('profiles', 'Profile', 'ign', { role: 'worker', kubernetesVersion: 'v1.33.2', output: { format: 'ignition' }, boot: { kernel: 'assets/vmlinuz', initrd: ['assets/initrd.img'], args: [] } });
+      await post('machines', 'Machine', 'node-1', { cluster: 'prod', profile: 'ign', selectors: { mac: ['52:54:00:00:00:11'] } });
+      const script = await (await fetch(`http://127.0.0.1:${plainPort}/ipxe?mac=52-54-00-00-00-11`)).text();
+      // iPXE's own fetches go where the script came from; the OS's signed URL is https.
+      assert.match(script, new RegExp(`^kernel http://127\\.0\\.0\\.1:${plainPort}/assets/vmlinuz .*ignition\\.config\\.url=https://127\\.0\\.0\\.1:8443/ignition\\?machine=node-1&`, 'm'));
+      assert.match(script, new RegExp(`^initrd --name initrd0 http://127\\.0\\.0\\.1:${plainPort}/assets/initrd\\.img `, 'm'));
+      assert.match(script, new RegExp(`chain --replace --autofree http://127\\.0\\.0\\.1:${plainPort}/boot\\.ipxe`));
+      // Over https the same route answers with https everywhere.
+      const overTls = await (await undiciFetch(`https://127.0.0.1:${port}/ipxe?mac=52-54-00-00-00-11`, { dispatcher })).text();
+      assert.match(overTls, /^kernel https:\/\/127\.0\.0\.1:8443\/assets\/vmlinuz /m);
+      // The pointer: https source, the CA inline, valid for ignition-validate.
+      const r = await undiciFetch(`https://127.0.0.1:${port}/v1/machines/node-1/bootstrap?pointer=true&ignitionVersion=3.3.0`, { dispatcher, headers: { authorization: `Bearer ${TOKEN}` } });
+      assert.equal(r.status, 200);
+      const pointer = await r.text();
+      const parsed = JSON.parse(pointer) as { ignition: { config: { replace: { source: string } }; security: { tls: { certificateAuthorities: { source: string }[] } } } };
+      assert.ok(parsed.ignition.config.replace.source.startsWith('https://127.0.0.1:8443/ignition?machine=node-1&'));
+      assert.equal(Buffer.from(parsed.ignition.security.tls.certificateAuthorities[0]!.source.slice('data:;base64,'.length), 'base64').toString('utf8'), readFileSync(caFile, 'utf8'));
+      if (haveIgnitionValidate) assert.deepEqual(await ignitionValidate(pointer), []);
+      else missingDependency('ignition-validate is not installed: the HTTPS pointer is NOT validated by it');
+      assert.deepEqual(validateIgnitionSchema(pointer, '3.3.0'), []);
+    } finally {
+      await dispatcher.close();
     }
   });
 
