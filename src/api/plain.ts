@@ -6,10 +6,15 @@
  * token or a secret-bearing URL never has a plain-HTTP answer.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import { answerClientError } from './server.js';
+
+/** Whether a request's connection is TLS (the main listener of an HTTPS service), not the plain listener. */
+export function isEncrypted(socket: Socket): boolean {
+  return (socket as { encrypted?: unknown }).encrypted === true;
+}
 
 /** The routes the plain listener serves: the chain script and the per-machine script. */
 export const PLAIN_ROUTES: ReadonlySet<string> = new Set(['/boot.ipxe', '/ipxe']);

@@ -6,7 +6,6 @@
 import { randomUUID } from 'node:crypto';
 import { parse as parseQueryString } from 'node:querystring';
 import type { Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
 import type { Writable } from 'node:stream';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
@@ -37,7 +36,7 @@ import { urlSigning, type UrlSigning } from './signing.js';
 import { PACKAGE_VERSION } from '../version.js';
 import { MIN_TLS_VERSION } from '../tls/credentials.js';
 import { caRoutes } from './routes/ca.js';
-import { PLAIN_ROUTES } from './plain.js';
+import { isEncrypted, PLAIN_ROUTES } from './plain.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -350,7 +349,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   // On HTTPS, the plain-HTTP listener (plain.ts) serves the iPXE routes only.
   if (options.tls) {
     app.addHook('onRequest', (request, reply, done) => {
-      if ((request.raw.socket as TLSSocket).encrypted || PLAIN_ROUTES.has(request.routeOptions.url ?? '')) {
+      if (isEncrypted(request.raw.socket) || PLAIN_ROUTES.has(request.routeOptions.url ?? '')) {
         done();
         return;
       }

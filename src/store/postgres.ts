@@ -408,7 +408,7 @@ export class PostgresStore implements Store {
   async audit(machine: string, options: { limit?: number } = {}): Promise<AuditEntry[]> {
     const limit = checkLimit(options.limit);
     // Ids are BIGINT (text in pg); as numbers they stay exact below 2^53.
-    const rows = (await this.pool.query<AuditEntry & { reason: string | null }>('SELECT id::float8 AS id, machine, route, client, status, at, reason FROM audit WHERE machine = $1 ORDER BY audit.id DESC LIMIT $2', [machine, limit])).rows;
+    const rows = (await this.pool.query<Omit<AuditEntry, 'reason'> & { reason: string | null }>('SELECT id::float8 AS id, machine, route, client, status, at, reason FROM audit WHERE machine = $1 ORDER BY audit.id DESC LIMIT $2', [machine, limit])).rows;
     return rows.map((r) => ({ id: r.id, machine: r.machine, route: r.route, client: r.client, status: r.status, at: r.at, ...(r.reason !== null ? { reason: r.reason } : {}) }));
   }
 

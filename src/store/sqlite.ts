@@ -138,7 +138,7 @@ export class SqliteStore implements Store {
       fetchCount: db.prepare<[string], { count: number }>('SELECT count FROM fetch_counts WHERE machine = ?'),
       resetFetches: db.prepare('DELETE FROM fetch_counts WHERE machine = ?'),
       insertAudit: db.prepare('INSERT INTO audit (machine, route, client, status, at, reason) VALUES (?, ?, ?, ?, ?, ?)'),
-      audit: db.prepare<[string, number], AuditEntry & { reason: string | null }>('SELECT id, machine, route, client, status, at, reason FROM audit WHERE machine = ? ORDER BY id DESC LIMIT ?'),
+      audit: db.prepare<[string, number], Omit<AuditEntry, 'reason'> & { reason: string | null }>('SELECT id, machine, route, client, status, at, reason FROM audit WHERE machine = ? ORDER BY id DESC LIMIT ?'),
       expireClaims: db.prepare<[number]>('DELETE FROM claimed_urls WHERE expires_at <= ?'),
       claimUrl: db.prepare<[string, string, number]>('INSERT INTO claimed_urls (key, machine, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING'),
       upsertDiscovered: db.prepare<[string, string, string, string, string, string], DiscoveredRow>(

@@ -86,12 +86,12 @@ function serial(): string {
 }
 
 async function newKeys(): Promise<webcrypto.CryptoKeyPair> {
-  return (await webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  return webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify']);
 }
 
 async function importKey(pkcs8Pem: string): Promise<webcrypto.CryptoKey> {
   const der = Buffer.from(pkcs8Pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
-  return (await webcrypto.subtle.importKey('pkcs8', der, ALGORITHM, false, ['sign'])) as webcrypto.CryptoKey;
+  return webcrypto.subtle.importKey('pkcs8', der, ALGORITHM, false, ['sign']);
 }
 
 /** Whether `cert` (PEM) names `host` in its subjectAltName (an IP as `IP Address:`, a name as `DNS:`). */
@@ -167,7 +167,7 @@ export async function ensureAutoTls(dataDir: string, hosts: readonly string[], n
       ca = new x509.X509Certificate(caPem);
       caKey = await importKey(caKeyPem);
     } catch (e) {
-      throw new Error(`${dir}: the kept CA cannot be read (${(e as Error).message}); restore ca.crt and ca.key (machines trust this CA)`);
+      throw new Error(`${dir}: the kept CA cannot be read (${(e as Error).message}); restore ca.crt and ca.key (machines trust this CA)`, { cause: e });
     }
   }
 

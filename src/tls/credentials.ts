@@ -132,7 +132,9 @@ export function watchCredentials(server: TlsServer, certFile: string, keyFile: s
     server.setSecureContext({ cert: next.cert, key: next.key, minVersion: MIN_TLS_VERSION });
     fingerprint = next.fingerprint;
     key = next.key;
-    (next.expiresSoon ? log.warn : log.info).call(log, { reason, notAfter: next.notAfter.toISOString(), fingerprint: next.fingerprint }, next.expiresSoon ? 'TLS certificate reloaded; it expires soon' : 'TLS certificate reloaded');
+    const fields = { reason, notAfter: next.notAfter.toISOString(), fingerprint: next.fingerprint };
+    if (next.expiresSoon) log.warn(fields, 'TLS certificate reloaded; it expires soon');
+    else log.info(fields, 'TLS certificate reloaded');
     return true;
   };
   const onChange = () => void reload('file changed');

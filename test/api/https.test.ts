@@ -13,7 +13,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Server as TlsServer, TLSSocket } from 'node:tls';
+import { type Server as TlsServer, TLSSocket } from 'node:tls';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
@@ -45,7 +45,7 @@ async function hasCloudInit(): Promise<boolean> {
 function get(agent: HttpsAgent, port: number, path: string): Promise<{ status: number; body: string; fingerprint: string; reused: boolean }> {
   return new Promise((resolve, reject) => {
     const req = httpsRequest({ host: '127.0.0.1', port, path, agent }, (res) => {
-      const fingerprint = (res.socket as TLSSocket).getPeerCertificate().fingerprint256;
+      const fingerprint = res.socket instanceof TLSSocket ? res.socket.getPeerCertificate().fingerprint256 : '';
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (d: string) => (body += d));

@@ -74,7 +74,7 @@ async function api(method: string, path: string, body?: unknown, target: Target 
   };
   if (target === 'http') return fetch(`http://127.0.0.1:${port}${path}`, init);
   // The certificate names 127.0.0.1 too (the listen address), and only the service's CA is trusted.
-  return (await undiciFetch(`https://127.0.0.1:${tlsPort}${path}`, { ...init, dispatcher: tlsAgent })) as unknown as Response;
+  return undiciFetch(`https://127.0.0.1:${tlsPort}${path}`, { ...init, dispatcher: tlsAgent });
 }
 
 /** Register a machine booting `format` with its MAC, and get the kernel arguments its /ipxe script gives. */

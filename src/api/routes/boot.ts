@@ -22,7 +22,6 @@
  * /ignition and /nocloud user-data are what pointer configs point at, fetched over HTTP:
  * the profile's `output.platform` user data limit never refuses them ({@link sendTarget}).
  */
-import type { TLSSocket } from 'node:tls';
 import { documentLimits } from '../../config.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
@@ -45,6 +44,7 @@ import { type DeliveryQuery, deliveryResponses, sendBootstrapData } from '../del
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import { sendProblem, type ServiceContext, storageUnavailable } from '../server.js';
 import { UnauthenticatedWrites } from '../unauthenticated.js';
+import { isEncrypted } from '../plain.js';
 import { machineParts, partsKey } from './bootstrap.js';
 
 /** Media type of iPXE scripts and the small NoCloud documents. */
@@ -157,7 +157,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
    * reached the service. Undefined over TLS, or when the service is plain HTTP.
    */
   const plainBase = (request: FastifyRequest): string | undefined => {
-    if (!ctx.https || (request.raw.socket as TLSSocket).encrypted) return undefined;
+    if (!ctx.https || isEncrypted(request.raw.socket)) return undefined;
     const base = `http://${request.host}`;
     try {
       if (request.host !== '' && new URL(base).pathname === '/') return base;
