@@ -102,10 +102,14 @@ async function tlsSetup(config: Config): Promise<TlsSetup> {
  *   token) is logged. The inventory is `<dataDir>/bootwright.db` (created, mode 0600,
  *   and migrated on start), or PostgreSQL at `databaseUrl` when set (migrated on start).
  *   Once listening, `<dataDir>/bootwright.pid` holds this process's PID until it closes.
+ *   With `tlsCert`/`tlsKey` or `tls: auto` it listens on HTTPS (src/tls/), reloading the
+ *   certificate on SIGHUP and file change; with `httpPort`, also on plain HTTP for the
+ *   iPXE routes (plain.ts).
  * @param graceMs how long in-flight requests may take after SIGTERM, milliseconds.
  * @returns the listening server.
  * @throws Error when the store cannot be opened or the address cannot be bound (e.g.
- *   `EADDRINUSE`); the server and store are closed first.
+ *   `EADDRINUSE`); the server and store are closed first. TlsCredentialsError for an
+ *   unusable or expired certificate, ConfigError for half a TLS configuration.
  */
 export async function serve(config: Config, graceMs = 10_000): Promise<FastifyInstance> {
   let generated: ReturnType<typeof ensureAdminToken> | undefined;
