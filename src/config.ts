@@ -24,6 +24,11 @@ const tokenSchema = z
   })
   .refine((t) => (t.token === undefined) !== (t.sha256 === undefined), 'give exactly one of token or sha256');
 
+/** A switch: a boolean, or the text `true` / `false` (environment variables). Default false. */
+const flag = z
+  .union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], { error: 'must be true or false' })
+  .default(false);
+
 export const configSchema = z.strictObject({
   /** Listen address. */
   host: z.string().default('127.0.0.1'),
@@ -128,6 +133,24 @@ export const configSchema = z.strictObject({
   refusedAuditMax: z.coerce.number().int().min(1).default(10_000),
   /** Discovered machines not seen, and refusal audit rows older, than this many seconds are deleted. 0 keeps them. */
   unauthenticatedRetentionSeconds: z.coerce.number().int().min(0).default(30 * 24 * 3600),
+  /**
+   * HTTPS (issue 16): `auto` generates a private CA and a serving certificate for the
+   * public URL's host into `<dataDir>/tls/` (mode 0600) and serves the CA at `GET /ca.crt`;
+   * `off` (default) serves HTTPS only when `tlsCert` and `tlsKey` are given.
+   */
+  tls: z.enum(['off', 'auto']).default('off'),
+  /** PEM file of the serving certificate (its chain after it); with `tlsKey`, the service listens on HTTPS. Reloaded on SIGHUP and when the file changes. */
+  tlsCert: z.string().min(1).optional(),
+  /** PEM file of the serving certificate's private key. */
+  tlsKey: z.string().min(1).optional(),
+  /** PEM file of the CA that issued `tlsCert`, for pointer configs to pin and `GET /ca.crt` to serve. Default with `tls: auto`: the generated CA. */
+  tlsCa: z.string().min(1).optional(),
+  /** Port of an extra plain-HTTP listener (same host) for the iPXE routes only (`/boot.ipxe`, `/ipxe`), for firmware without TLS. Default: none. */
+  httpPort: z.coerce.number().int().min(0).max(65535).optional(),
+  /** Bind the signed URLs `/ipxe` hands out to the client address that fetched it: a fetch from another address is a 403 (audited). */
+  bindClientAddress: flag,
+  /** First fetch wins: a second fetch of a secret-bearing signed URL (Ignition, NoCloud user-data) is refused with 403 and counted in `bootwright_signed_url_reuse_total`. */
+  firstFetchWins: flag,
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -167,6 +190,13 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_MAX_LABEL_SELECTOR_CHARS: 'maxLabelSelectorChars',
   BOOTWRIGHT_MAX_LABEL_SELECTOR_TERMS: 'maxLabelSelectorTerms',
   BOOTWRIGHT_MAX_QUERY_PARAMETERS: 'maxQueryParameters',
+  BOOTWRIGHT_TLS: 'tls',
+  BOOTWRIGHT_TLS_CERT: 'tlsCert',
+  BOOTWRIGHT_TLS_KEY: 'tlsKey',
+  BOOTWRIGHT_TLS_CA: 'tlsCa',
+  BOOTWRIGHT_HTTP_PORT: 'httpPort',
+  BOOTWRIGHT_BIND_CLIENT_ADDRESS: 'bindClientAddress',
+  BOOTWRIGHT_FIRST_FETCH_WINS: 'firstFetchWins',
 };
 
 /** The document limits of a configuration ({@link DocumentLimits}, checked on every parsed body). */

@@ -19,6 +19,8 @@ export interface Metrics {
    * unauthenticated requests caused and that were not made (src/api/unauthenticated.ts).
    */
   droppedWrites: Counter<'table' | 'reason'>;
+  /** `bootwright_signed_url_refused_total{route, reason}` (issue 16): signed URLs refused by binding or first-fetch-wins; alert on any increase. */
+  signedUrlRefused: Counter<'route' | 'reason'>;
 }
 
 /**
@@ -79,5 +81,11 @@ export function createMetrics(cache: RenderCache): Metrics {
       this.set(cache.bytes);
     },
   });
-  return { registry, requestDuration, renders, storageFaults, droppedWrites };
+  const signedUrlRefused = new Counter({
+    name: 'bootwright_signed_url_refused_total',
+    help: 'Genuine signed URLs refused because they were fetched from another client address than the one they are bound to (reason client-address) or fetched a second time under first-fetch-wins (reason already-fetched), by route: someone else may hold the URL',
+    labelNames: ['route', 'reason'] as const,
+    registers: [registry],
+  });
+  return { registry, requestDuration, renders, storageFaults, droppedWrites, signedUrlRefused };
 }

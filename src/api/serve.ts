@@ -12,7 +12,13 @@ import type { Config } from '../config.js';
 import { openPostgresStore } from '../store/postgres.js';
 import { openSqliteStore, SQLITE_FILE } from '../store/sqlite.js';
 import { ensureAdminToken } from './auth.js';
-import { buildServer } from './server.js';
+import { buildServer, type ServerTls } from './server.js';
+import { ConfigError } from '../config.js';
+import { ensureAutoTls, servingHosts } from '../tls/auto.js';
+import { type CredentialsWatch, readCredentials, type TlsCredentials, watchCredentials } from '../tls/credentials.js';
+import { closePlain, listenPlain } from './plain.js';
+import type { Server } from 'node:http';
+import type { Server as TlsServer } from 'node:tls';
 
 /** The PID file under the data directory: the PID of the service while it listens. */
 export const PID_FILE = 'bootwright.pid';
@@ -46,6 +52,48 @@ function removePidFile(file: string): void {
   }
 }
 
+/** The HTTPS setup of a configuration: what the server listens with, and the files to watch. */
+interface TlsSetup {
+  tls?: ServerTls;
+  tlsCa?: string;
+  files?: { cert: string; key: string; credentials: TlsCredentials };
+  generated?: { ca: boolean; serving: boolean; caFile: string };
+}
+
+/**
+ * Read or generate the HTTPS credentials (issue 16): `tlsCert` + `tlsKey` (files), else
+ * `tls: auto` (src/tls/auto.ts), else none (plain HTTP; `tlsCa` alone is the CA of a
+ * TLS proxy in front, still pinned by pointers and served at /ca.crt).
+ *
+ * @throws ConfigError when only one of `tlsCert` and `tlsKey` is given or `tlsCa` cannot
+ *   be read; TlsCredentialsError for an unusable pair (expired included)
+ */
+async function tlsSetup(config: Config): Promise<TlsSetup> {
+  if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) throw new ConfigError('tlsCert (BOOTWRIGHT_TLS_CERT) and tlsKey (BOOTWRIGHT_TLS_KEY): give both or neither');
+  let ca: string | undefined;
+  if (config.tlsCa !== undefined) {
+    try {
+      ca = readFileSync(config.tlsCa, 'utf8');
+    } catch (e) {
+      throw new ConfigError(`tlsCa (BOOTWRIGHT_TLS_CA) ${config.tlsCa}: cannot read (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  }
+  if (config.tlsCert !== undefined && config.tlsKey !== undefined) {
+    const credentials = readCredentials(config.tlsCert, config.tlsKey);
+    return { tls: { cert: credentials.cert, key: credentials.key, ...(ca !== undefined ? { ca } : {}) }, files: { cert: config.tlsCert, key: config.tlsKey, credentials } };
+  }
+  if (config.tls === 'auto') {
+    const auto = await ensureAutoTls(config.dataDir, servingHosts(config.publicUrl, config.host));
+    const credentials = readCredentials(auto.certFile, auto.keyFile);
+    return {
+      tls: { cert: credentials.cert, key: credentials.key, ca: ca ?? auto.caPem },
+      files: { cert: auto.certFile, key: auto.keyFile, credentials },
+      generated: { ...auto.created, caFile: auto.caFile },
+    };
+  }
+  return ca !== undefined ? { tlsCa: ca } : {};
+}
+
 /**
  * Build and start the service.
  *
@@ -54,18 +102,28 @@ function removePidFile(file: string): void {
  *   token) is logged. The inventory is `<dataDir>/bootwright.db` (created, mode 0600,
  *   and migrated on start), or PostgreSQL at `databaseUrl` when set (migrated on start).
  *   Once listening, `<dataDir>/bootwright.pid` holds this process's PID until it closes.
+ *   With `tlsCert`/`tlsKey` or `tls: auto` it listens on HTTPS (src/tls/), reloading the
+ *   certificate on SIGHUP and file change; with `httpPort`, also on plain HTTP for the
+ *   iPXE routes (plain.ts).
  * @param graceMs how long in-flight requests may take after SIGTERM, milliseconds.
  * @returns the listening server.
  * @throws Error when the store cannot be opened or the address cannot be bound (e.g.
- *   `EADDRINUSE`); the server and store are closed first.
+ *   `EADDRINUSE`); the server and store are closed first. TlsCredentialsError for an
+ *   unusable or expired certificate, ConfigError for half a TLS configuration.
  */
 export async function serve(config: Config, graceMs = 10_000): Promise<FastifyInstance> {
   let generated: ReturnType<typeof ensureAdminToken> | undefined;
   if (config.tokens.length === 0) generated = ensureAdminToken(config.dataDir);
+  const setup = await tlsSetup(config);
   const store = config.databaseUrl ? await openPostgresStore(config.databaseUrl) : await openSqliteStore(join(config.dataDir, SQLITE_FILE));
   let app: FastifyInstance;
   try {
-    app = await buildServer({ config: generated ? { ...config, tokens: [generated.token] } : config, store });
+    app = await buildServer({
+      config: generated ? { ...config, tokens: [generated.token] } : config,
+      store,
+      ...(setup.tls ? { tls: setup.tls } : {}),
+      ...(setup.tlsCa !== undefined ? { tlsCa: setup.tlsCa } : {}),
+    });
   } catch (e) {
     await store.close();
     throw e;
@@ -76,17 +134,40 @@ export async function serve(config: Config, graceMs = 10_000): Promise<FastifyIn
   if (generated) {
     app.log.info({ path: generated.path, created: generated.created }, 'no token configured: using the generated admin token in this file');
   }
+  if (setup.files) {
+    const { credentials } = setup.files;
+    const fields = { cert: setup.files.cert, notAfter: credentials.notAfter.toISOString(), fingerprint: credentials.fingerprint, ...(setup.generated ? { generated: setup.generated } : {}) };
+    if (credentials.expiresSoon) app.log.warn(fields, 'HTTPS: the certificate expires soon; replace the file (it is reloaded on change or SIGHUP)');
+    else app.log.info(fields, 'HTTPS: serving with this certificate (reloaded on change or SIGHUP)');
+  }
+  if (config.publicUrl?.startsWith('http:') && setup.tls) app.log.warn({ publicUrl: config.publicUrl }, 'HTTPS is on but the public URL is http: machines are handed http URLs');
   const pidFile = join(config.dataDir, PID_FILE);
   app.addHook('onClose', (_app, done) => {
     removePidFile(pidFile);
     done();
   });
+  // Hooks cannot be added once listening: these act on what is started below.
+  let plain: Server | undefined;
+  let watch: CredentialsWatch | undefined;
+  app.addHook('preClose', (done) => {
+    if (plain) closePlain(plain);
+    done();
+  });
+  app.addHook('onClose', (_app, done) => {
+    watch?.stop();
+    done();
+  });
   try {
     await app.listen({ host: config.host, port: config.port });
+    if (config.httpPort !== undefined) {
+      if (!setup.tls) app.log.warn({ httpPort: config.httpPort }, 'httpPort is set but the service is not on HTTPS: the extra listener serves what the main one serves');
+      plain = await listenPlain(app, config, config.httpPort);
+    }
   } catch (e) {
     await app.close();
     throw e;
   }
+  if (setup.files) watch = watchCredentials(app.server as unknown as TlsServer, setup.files.cert, setup.files.key, setup.files.credentials, app.log);
   // Only once listening: close-with-grace also acts on `beforeExit`, which a failed start
   // must not turn into a graceful close and exit 0.
   closeWithGrace({ delay: graceMs, logger: { error: (m: string) => app.log.error(m) } }, async ({ signal, err }) => {

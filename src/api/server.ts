@@ -34,6 +34,9 @@ import { bootAdminRoutes } from './routes/boot-admin.js';
 import { bootRoutes } from './routes/boot.js';
 import { urlSigning, type UrlSigning } from './signing.js';
 import { PACKAGE_VERSION } from '../version.js';
+import { MIN_TLS_VERSION } from '../tls/credentials.js';
+import { caRoutes } from './routes/ca.js';
+import { isEncrypted, PLAIN_ROUTES } from './plain.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -56,6 +59,23 @@ export interface ServiceContext {
   store: Store;
   /** Signed firmware URLs: key, lifetime, base URL. */
   signing: UrlSigning;
+  /**
+   * The CA that issued the HTTPS certificate (PEM), when known (`tls: auto`, or `tlsCa`):
+   * served at `GET /ca.crt` and pinned by Ignition pointer configs.
+   */
+  tlsCa?: string;
+  /** Whether this server listens with TLS (its plain-HTTP listener, if any, serves the iPXE routes). */
+  https: boolean;
+}
+
+/** The HTTPS listener's credentials (src/tls/). */
+export interface ServerTls {
+  /** PEM: the serving certificate, then its chain. */
+  cert: string;
+  /** PEM private key. */
+  key: string;
+  /** PEM of the issuing CA, if known ({@link ServiceContext.tlsCa}). */
+  ca?: string;
 }
 
 /** Options for {@link buildServer}. */
@@ -70,6 +90,10 @@ export interface ServerOptions {
    * passes the file store under the data directory).
    */
   store?: Store;
+  /** Listen on HTTPS with these (TLS 1.2 and later); default plain HTTP. */
+  tls?: ServerTls;
+  /** Only the CA, for a plain-HTTP server whose TLS is terminated in front of it (tests, tools). */
+  tlsCa?: string;
 }
 
 /** Headers and body paths pino must never print. */
@@ -151,7 +175,7 @@ const CLIENT_ERRORS: Record<string, [ProblemKind, number, string, string]> = {
  * `maxHeaderBytes`, 408 for a request not received within `requestTimeoutSeconds`),
  * else a bare 400; always with `Connection: close`, and the socket is closed after.
  */
-function answerClientError(error: Error & { code?: string }, socket: Socket): void {
+export function answerClientError(error: Error & { code?: string }, socket: Socket): void {
   if (!socket.writable || (error.code === 'ECONNRESET' || error.code === 'EPIPE')) {
     socket.destroy();
     return;
@@ -260,7 +284,13 @@ function handleError(this: { config: Config; metrics: Metrics }, error: FastifyE
  */
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
   const { config } = options;
+  const httpOptions = { maxHeaderSize: config.maxHeaderBytes, connectionsCheckingInterval: Math.min(1000, Math.max(100, Math.round((config.requestTimeoutSeconds * 1000) / 4))) };
   const app = Fastify({
+    // HTTPS (issue 16): TLS 1.2 and later; the same header limit and request timer as HTTP.
+    // Either way HTTP/1.1 with keep-alive (fastify's default keepAliveTimeout, 72 s).
+    ...((options.tls
+      ? { https: { ...httpOptions, cert: options.tls.cert, key: options.tls.key, minVersion: MIN_TLS_VERSION } }
+      : { http: httpOptions }) as { http: typeof httpOptions }),
     logger: {
       level: config.logLevel,
       redact: { paths: REDACT, censor: '[redacted]' },
@@ -278,7 +308,6 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     // A whole request (headers and body) within requestTimeoutSeconds, else 408 and the
     // connection closed: Node's own timer, which also cuts a body trickled byte by byte.
     requestTimeout: Math.round(config.requestTimeoutSeconds * 1000),
-    http: { maxHeaderSize: config.maxHeaderBytes, connectionsCheckingInterval: Math.min(1000, Math.max(100, Math.round((config.requestTimeoutSeconds * 1000) / 4))) },
     clientErrorHandler: answerClientError,
     // Router errors as problems, never echoing the path (a NoCloud seed path carries a signature).
     frameworkErrors: (error, _request, reply) => {
@@ -296,7 +325,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const cache = new RenderCache(config.renderCacheBytes);
   const metrics = createMetrics(cache);
   const tokens = new TokenTable(config.tokens);
-  const context: ServiceContext = { config, cache, metrics, store, signing: urlSigning(config) };
+  const tlsCa = options.tls?.ca ?? options.tlsCa;
+  const context: ServiceContext = { config, cache, metrics, store, signing: urlSigning(config), https: options.tls !== undefined, ...(tlsCa !== undefined ? { tlsCa } : {}) };
   app.setErrorHandler(handleError.bind({ config, metrics }));
 
   // Node's requestTimeout cuts a request whose headers are late, but not a body trickled
@@ -316,6 +346,17 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     }
     done();
   });
+  // On HTTPS, the plain-HTTP listener (plain.ts) serves the iPXE routes only.
+  if (options.tls) {
+    app.addHook('onRequest', (request, reply, done) => {
+      if (isEncrypted(request.raw.socket) || PLAIN_ROUTES.has(request.routeOptions.url ?? '')) {
+        done();
+        return;
+      }
+      reply.header('x-request-id', request.id);
+      sendProblem(reply, 'not-found', 404, `only ${[...PLAIN_ROUTES].join(' and ')} are served over plain HTTP; use https`);
+    });
+  }
   // Callback-style hooks (no promise per request): this is the hot path of every route.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
@@ -420,5 +461,6 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   await app.register(bootAdminRoutes, context);
   // Firmware-facing (no /v1, no token): under-pressure above sheds them too (503 + Retry-After).
   await app.register(bootRoutes, context);
+  await app.register(caRoutes, context);
   return app;
 }

@@ -136,17 +136,32 @@ function retryCount(seconds: number): number {
  * `:uristring` in iPXE builds that leave `&` unescaped), `buildarch=${buildarch:uristring}`,
  * `platform=${platform:uristring}`. Every expansion yields only URI-safe characters.
  *
+ * HTTPS (issue 16): with `plainBaseUrl` (the script was fetched over the plain-HTTP
+ * listener of an HTTPS service), the chain tries `<baseUrl>/ipxe` first and, when that
+ * fails, `<plainBaseUrl>/ipxe`. That is iPXE's only reliable feature test: a script
+ * cannot ask whether the build has `DOWNLOAD_PROTO_HTTPS` (ipxe/ipxe issue 1532; upstream
+ * enables it by default for EFI builds only, `src/config/general.h`, so `${platform}`
+ * is a guess at best), nor whether it trusts the CA (only the iPXE root CA, unless built
+ * with `TRUST=`). `chain` of an https URL fails at once in a build without HTTPS
+ * ("Operation not supported") and at the handshake in one that does not trust the
+ * certificate; both fall through to plain HTTP. The fallback is no weaker than plain
+ * HTTP alone: this script itself came over plain HTTP.
+ *
  * @param baseUrl the service's external base URL (`http://10.0.0.1:8080`, a path prefix allowed)
  * @param retrySeconds pause between attempts (default {@link DEFAULT_RETRY_SECONDS})
+ * @param plainBaseUrl the plain-HTTP listener's base URL, to fall back to (see above)
  * @returns the script text, starting `#!ipxe\n`, ending with a newline
  * @throws TypeError for a base URL that is not absolute http(s) or cannot be written
  *   into a script, or a retry that is not a positive integer
  */
-export function bootScript(baseUrl: string, retrySeconds: number = DEFAULT_RETRY_SECONDS): string {
+export function bootScript(baseUrl: string, retrySeconds: number = DEFAULT_RETRY_SECONDS, plainBaseUrl?: string): string {
   const wait = retryCount(retrySeconds);
   const ipxe = routeUrl(baseUrl, '/ipxe').href;
   const problem = literalTokenProblem(ipxe);
   if (problem) throw new TypeError(`base URL ${problem}`);
+  const plain = plainBaseUrl === undefined ? undefined : routeUrl(plainBaseUrl, '/ipxe').href;
+  const plainProblem = plain === undefined ? undefined : literalTokenProblem(plain);
+  if (plainProblem) throw new TypeError(`plain base URL ${plainProblem}`);
   const query = [
     'mac=${netX/mac:hexhyp}',
     'uuid=${uuid}',
@@ -159,7 +174,7 @@ export function bootScript(baseUrl: string, retrySeconds: number = DEFAULT_RETRY
     '# bootwright: fetch this machine\'s boot script, retrying until the service answers',
     ':bootwright_retry',
     'isset ${netX/ip} || dhcp || goto bootwright_wait',
-    `chain --replace --autofree ${ipxe}?${query} || goto bootwright_wait`,
+    `chain --replace --autofree ${ipxe}?${query}${plain === undefined ? '' : ` || chain --replace --autofree ${plain}?${query}`} || goto bootwright_wait`,
     ':bootwright_wait',
     `echo bootwright: no boot script from ${ipxe} yet, retrying in ${wait} seconds`,
     `sleep ${wait}`,

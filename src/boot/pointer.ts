@@ -36,24 +36,34 @@ function checkUrl(url: string): void {
  * fetches the source, checks the SHA-512 of the bytes it received against the hash and
  * refuses the config on a mismatch, then uses it instead of this one).
  *
+ * With `ca` (issue 16), the pointer also pins the CA of the service's HTTPS certificate:
+ * `ignition.security.tls.certificateAuthorities: [{"source": "data:;base64,<PEM>"}]`
+ * (spec 3.x and 2.3.0 alike). Ignition adds those CAs to the system pool for every HTTPS
+ * fetch it makes, the `replace` source included, so a node whose image does not trust a
+ * private CA still fetches its full config over verified TLS. An inline data URL needs
+ * no fetch of its own, so it cannot be swapped on the way.
+ *
  * @param url the signed full-config URL (absolute http or https)
  * @param sha512Hex SHA-512 of the exact bytes that URL serves (the full config's `body`),
  *   128 hex digits, any case
  * @param version the Ignition spec version to write, one of 3.0.0–3.6.0 or 2.3.0
+ * @param ca PEM of the CA to trust for the fetch, if any
  * @returns the config, its version and its serialised `body`
  * @throws TypeError for a version outside 3.0.0–3.6.0 and 2.3.0, a hash that is not 128 hex digits,
- *   or a URL that is not absolute http(s)
+ *   a URL that is not absolute http(s), or a `ca` that is not a PEM certificate
  */
-export function ignitionPointer(url: string, sha512Hex: string, version: string): IgnitionPointer {
+export function ignitionPointer(url: string, sha512Hex: string, version: string, ca?: string): IgnitionPointer {
   if (!POINTER_VERSIONS.includes(version)) {
     throw new TypeError(`Ignition spec version ${JSON.stringify(version)} is not one of ${POINTER_VERSIONS.join(', ')}`);
   }
   if (!/^[0-9a-fA-F]{128}$/.test(sha512Hex)) throw new TypeError('sha512Hex must be 128 hex digits');
   checkUrl(url);
+  if (ca !== undefined && !/^-----BEGIN CERTIFICATE-----\r?\n/.test(ca.trimStart())) throw new TypeError('ca must be a PEM certificate');
   const config = {
     ignition: {
       version,
       config: { replace: { source: url, verification: { hash: `sha512-${sha512Hex.toLowerCase()}` } } },
+      ...(ca !== undefined ? { security: { tls: { certificateAuthorities: [{ source: `data:;base64,${Buffer.from(ca, 'utf8').toString('base64')}` }] } } } : {}),
     },
   };
   return { version: version as IgnitionOutputVersion, config, body: `${JSON.stringify(config)}\n` };

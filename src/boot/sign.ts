@@ -63,16 +63,35 @@ export interface Signature {
   sig: string;
 }
 
-/** The result of {@link verifySignature}. */
-export type Verdict = 'ok' | 'expired' | 'invalid';
+/**
+ * The result of {@link verifySignature}: `elsewhere` is a genuine, unexpired URL bound to
+ * another client address than the one presenting it.
+ */
+export type Verdict = 'ok' | 'expired' | 'invalid' | 'elsewhere';
+
+/**
+ * The client address a signed URL is bound to (issue 16, `bindClientAddress`): the
+ * address that fetched `/ipxe`, as the service saw it (`request.ip`). Carried in the URL
+ * (`client=` in the Ignition query; `<exp>~<client>` in the NoCloud path, since
+ * cloud-init appends file names to the seed) and covered by the signature, whose
+ * message gains a fourth line: `machine\npath\nexp\nclient`.
+ */
+const CLIENT = /^[0-9A-Fa-f.:]{2,45}$/;
 
 function checkMessageParts(machine: string, path: string): void {
   if (machine === '' || /[\n\r]/.test(machine)) throw new TypeError('machine must be a non-empty id without line breaks');
   if (!path.startsWith('/') || /[\n\r]/.test(path)) throw new TypeError('path must start with "/" and have no line breaks');
 }
 
-function mac(key: Buffer, machine: string, path: string, exp: string): string {
-  return createHmac('sha256', key).update(`${machine}\n${path}\n${exp}`, 'utf8').digest('base64url');
+function mac(key: Buffer, machine: string, path: string, exp: string, client?: string): string {
+  return createHmac('sha256', key)
+    .update(`${machine}\n${path}\n${exp}${client === undefined ? '' : `\n${client}`}`, 'utf8')
+    .digest('base64url');
+}
+
+/** Whether `client` is an address a URL can be bound to (IPv4 or IPv6 text, no zone). */
+export function bindableClient(client: string): boolean {
+  return CLIENT.test(client);
 }
 
 /**
@@ -82,16 +101,19 @@ function mac(key: Buffer, machine: string, path: string, exp: string): string {
  * @param machine the machine id the URL is for
  * @param path the route path signed: {@link IGNITION_PATH}, or a {@link nocloudPrefix}
  * @param expiresAt expiry, unix seconds (an integer ≥ 0); the URL is refused from this second on
+ * @param client the client address to bind the URL to, if any ({@link bindableClient})
  * @returns `{exp, sig}`: `exp` the decimal expiry, `sig` base64url (RFC 4648 §5, no
- *   padding) of HMAC-SHA256 (RFC 2104) over `machine\npath\nexp`
+ *   padding) of HMAC-SHA256 (RFC 2104) over `machine\npath\nexp` (`\nclient` appended when bound)
  * @throws TypeError when `machine` is empty, `path` does not start with `/`, either
- *   holds a line break, or `expiresAt` is not a non-negative safe integer
+ *   holds a line break, `expiresAt` is not a non-negative safe integer, or `client` is
+ *   not an IP address
  */
-export function signPath(key: Buffer, machine: string, path: string, expiresAt: number): Signature {
+export function signPath(key: Buffer, machine: string, path: string, expiresAt: number, client?: string): Signature {
   checkMessageParts(machine, path);
   if (!Number.isSafeInteger(expiresAt) || expiresAt < 0) throw new TypeError('expiresAt must be a non-negative integer (unix seconds)');
+  if (client !== undefined && !bindableClient(client)) throw new TypeError('client must be an IP address');
   const exp = String(expiresAt);
-  return { exp, sig: mac(key, machine, path, exp) };
+  return { exp, sig: mac(key, machine, path, exp, client) };
 }
 
 /**
@@ -107,17 +129,22 @@ export function signPath(key: Buffer, machine: string, path: string, expiresAt: 
  * @param exp the `exp` value as received (decimal unix seconds; anything else is `invalid`)
  * @param sig the `sig` value as received
  * @param now the current time, unix seconds
- * @returns `ok`; `expired` when the signature is genuine but `now >= exp`; `invalid` for
- *   a malformed `exp` or `sig`, or a signature made for another machine, path, expiry or
- *   key. Never throws.
+ * @param bound for a bound URL: `client`, the address the URL names (what was signed),
+ *   and `from`, the address presenting it
+ * @returns `ok`; `expired` when the signature is genuine but `now >= exp`; `elsewhere`
+ *   when it is genuine and unexpired but `from` is not the bound `client`; `invalid` for
+ *   a malformed `exp`, `sig` or client, or a signature made for another machine, path,
+ *   expiry, client address or key. Never throws.
  */
-export function verifySignature(key: Buffer, machine: string, path: string, exp: string, sig: string, now: number): Verdict {
+export function verifySignature(key: Buffer, machine: string, path: string, exp: string, sig: string, now: number, bound?: { client: string; from: string }): Verdict {
   if (!/^(0|[1-9][0-9]{0,14})$/.test(exp) || !/^[A-Za-z0-9_-]{43}$/.test(sig)) return 'invalid';
   if (machine === '' || /[\n\r]/.test(machine) || !path.startsWith('/') || /[\n\r]/.test(path)) return 'invalid';
-  const expected = Buffer.from(mac(key, machine, path, exp), 'ascii');
+  if (bound !== undefined && !bindableClient(bound.client)) return 'invalid';
+  const expected = Buffer.from(mac(key, machine, path, exp, bound?.client), 'ascii');
   const given = Buffer.from(sig, 'ascii');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'invalid';
-  return now >= Number(exp) ? 'expired' : 'ok';
+  if (now >= Number(exp)) return 'expired';
+  return bound !== undefined && bound.from !== bound.client ? 'elsewhere' : 'ok';
 }
 
 /**
@@ -161,8 +188,10 @@ export function routeUrl(baseUrl: string, path: string): URL {
  * @param key the URL-signing key
  * @param lifetimeSeconds how long the URL works, seconds from `now` (default one hour)
  * @param now the current time, unix seconds (default the system clock)
+ * @param client bind the URL to this client address (issue 16): `client=` joins the
+ *   query, or the expiry segment of a prefix becomes `<exp>~<client>`
  * @returns the URL as a string
- * @throws TypeError for a bad base URL, path, machine id, lifetime, or a prefix path that
+ * @throws TypeError for a bad base URL, path, machine id, lifetime, client, or a prefix path that
  *   does not contain `/<machine>/`
  */
 export function signedUrl(
@@ -172,24 +201,25 @@ export function signedUrl(
   key: Buffer,
   lifetimeSeconds: number = DEFAULT_LIFETIME_SECONDS,
   now: number = Date.now() / 1000,
+  client?: string,
 ): string {
   if (!Number.isSafeInteger(lifetimeSeconds) || lifetimeSeconds < 1) throw new TypeError('lifetimeSeconds must be a positive integer');
   if (!Number.isFinite(now) || now < 0) throw new TypeError('now must be unix seconds');
   if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(machine)) throw new TypeError(`machine id ${JSON.stringify(machine)} is not a DNS-1123 label`);
-  const { exp, sig } = signPath(key, machine, path, Math.floor(now) + lifetimeSeconds);
+  const { exp, sig } = signPath(key, machine, path, Math.floor(now) + lifetimeSeconds, client);
   if (path.endsWith('/')) {
     if (!path.includes(`/${machine}/`)) throw new TypeError(`prefix path ${JSON.stringify(path)} does not name machine ${machine}`);
-    return routeUrl(baseUrl, `${path}${exp}/${sig}/`).href;
+    return routeUrl(baseUrl, `${path}${exp}${client === undefined ? '' : `~${client}`}/${sig}/`).href;
   }
   const url = routeUrl(baseUrl, path);
-  url.search = new URLSearchParams({ machine, exp, sig }).toString();
+  url.search = new URLSearchParams({ machine, exp, ...(client === undefined ? {} : { client }), sig }).toString();
   return url.href;
 }
 
 /**
  * The signed URL a machine's boot script hands to its OS: the Ignition route for
  * `ignition`, the NoCloud seed prefix for `cloud-config` ({@link signedUrl} with
- * {@link IGNITION_PATH} or {@link nocloudPrefix}).
+ * {@link IGNITION_PATH} or {@link nocloudPrefix}), bound to `client` when given.
  *
  * @throws TypeError as {@link signedUrl}
  */
@@ -200,9 +230,10 @@ export function bootstrapUrl(
   key: Buffer,
   lifetimeSeconds: number = DEFAULT_LIFETIME_SECONDS,
   now: number = Date.now() / 1000,
+  client?: string,
 ): string {
   const path = format === 'ignition' ? IGNITION_PATH : nocloudPrefix(machine);
-  return signedUrl(baseUrl, path, machine, key, lifetimeSeconds, now);
+  return signedUrl(baseUrl, path, machine, key, lifetimeSeconds, now, client);
 }
 
 /** Where a URL-signing key came from. */
@@ -269,4 +300,13 @@ export function loadOrCreateKey(dataDir: string, configured?: string): SigningKe
     throw e;
   }
   return { key, source: 'file', path, created: true };
+}
+
+/**
+ * Split the expiry segment of a NoCloud seed path: `<exp>` or, for a bound URL,
+ * `<exp>~<client>` ({@link signedUrl}).
+ */
+export function splitExpiry(segment: string): { exp: string; client?: string } {
+  const at = segment.indexOf('~');
+  return at < 0 ? { exp: segment } : { exp: segment.slice(0, at), client: segment.slice(at + 1) };
 }

@@ -130,7 +130,8 @@ export async function runServe(parsed: Parsed, args: string[], out: NodeJS.Writa
     const app = await serve(config);
     if (process.env.BOOTWRIGHT_DETACHED === '1' && process.send) {
       const { port } = app.server.address() as AddressInfo;
-      process.send({ url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}` });
+      const scheme = 'setSecureContext' in app.server ? 'https' : 'http';
+      process.send({ url: `${scheme}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}` });
       process.disconnect();
     }
     return EXIT.ok;

@@ -383,8 +383,8 @@ export class PostgresStore implements Store {
 
   /** @inheritdoc */
   async recordAudit(entry: AuditInput, bounds: AuditBounds = {}): Promise<void> {
-    const values = [entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp()];
-    const insert = 'INSERT INTO audit (machine, route, client, status, at) VALUES ($1, $2, $3, $4, $5)';
+    const values = [entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp(), entry.reason ?? null];
+    const insert = 'INSERT INTO audit (machine, route, client, status, at, reason) VALUES ($1, $2, $3, $4, $5, $6)';
     if (!isRefusal(entry.status)) {
       await this.pool.query(insert, values);
       return;
@@ -408,8 +408,17 @@ export class PostgresStore implements Store {
   async audit(machine: string, options: { limit?: number } = {}): Promise<AuditEntry[]> {
     const limit = checkLimit(options.limit);
     // Ids are BIGINT (text in pg); as numbers they stay exact below 2^53.
-    const rows = (await this.pool.query<AuditEntry>('SELECT id::float8 AS id, machine, route, client, status, at FROM audit WHERE machine = $1 ORDER BY audit.id DESC LIMIT $2', [machine, limit])).rows;
-    return rows.map((r) => ({ id: r.id, machine: r.machine, route: r.route, client: r.client, status: r.status, at: r.at }));
+    const rows = (await this.pool.query<Omit<AuditEntry, 'reason'> & { reason: string | null }>('SELECT id::float8 AS id, machine, route, client, status, at, reason FROM audit WHERE machine = $1 ORDER BY audit.id DESC LIMIT $2', [machine, limit])).rows;
+    return rows.map((r) => ({ id: r.id, machine: r.machine, route: r.route, client: r.client, status: r.status, at: r.at, ...(r.reason !== null ? { reason: r.reason } : {}) }));
+  }
+
+  /** @inheritdoc */
+  async claimUrl(key: string, machine: string, expiresAt: number): Promise<boolean> {
+    return this.transaction(async (client) => {
+      await client.query('DELETE FROM claimed_urls WHERE expires_at <= $1', [Math.floor(this.now().getTime() / 1000)]);
+      const inserted = await client.query('INSERT INTO claimed_urls (key, machine, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING', [key, machine, expiresAt]);
+      return inserted.rowCount === 1;
+    });
   }
 
   /** @inheritdoc */

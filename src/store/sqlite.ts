@@ -137,8 +137,10 @@ export class SqliteStore implements Store {
       ),
       fetchCount: db.prepare<[string], { count: number }>('SELECT count FROM fetch_counts WHERE machine = ?'),
       resetFetches: db.prepare('DELETE FROM fetch_counts WHERE machine = ?'),
-      insertAudit: db.prepare('INSERT INTO audit (machine, route, client, status, at) VALUES (?, ?, ?, ?, ?)'),
-      audit: db.prepare<[string, number], AuditEntry>('SELECT id, machine, route, client, status, at FROM audit WHERE machine = ? ORDER BY id DESC LIMIT ?'),
+      insertAudit: db.prepare('INSERT INTO audit (machine, route, client, status, at, reason) VALUES (?, ?, ?, ?, ?, ?)'),
+      audit: db.prepare<[string, number], Omit<AuditEntry, 'reason'> & { reason: string | null }>('SELECT id, machine, route, client, status, at, reason FROM audit WHERE machine = ? ORDER BY id DESC LIMIT ?'),
+      expireClaims: db.prepare<[number]>('DELETE FROM claimed_urls WHERE expires_at <= ?'),
+      claimUrl: db.prepare<[string, string, number]>('INSERT INTO claimed_urls (key, machine, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING'),
       upsertDiscovered: db.prepare<[string, string, string, string, string, string], DiscoveredRow>(
         'INSERT INTO discovered (mac, uuid, serial, hostname, first_seen, last_seen, count) VALUES (?, ?, ?, ?, ?, ?, 1) ' +
           'ON CONFLICT (mac, uuid, serial, hostname) DO UPDATE SET last_seen = excluded.last_seen, count = count + 1 RETURNING *',
@@ -331,7 +333,7 @@ export class SqliteStore implements Store {
     return settle(() => {
       this.db
         .transaction(() => {
-          s.insertAudit.run(entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp());
+          s.insertAudit.run(entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp(), entry.reason ?? null);
           if (!isRefusal(entry.status)) return;
           const expired = bounds.retentionSeconds ? s.expireRefusals.run(before(this.now(), bounds.retentionSeconds)).changes : 0;
           const count = s.countRefusals.get(1 - expired)!.count;
@@ -343,7 +345,20 @@ export class SqliteStore implements Store {
 
   /** @inheritdoc */
   audit(machine: string, options: { limit?: number } = {}): Promise<AuditEntry[]> {
-    return settle(() => this.statements.audit.all(machine, checkLimit(options.limit)));
+    return settle(() => this.statements.audit.all(machine, checkLimit(options.limit)).map(({ reason, ...row }) => (reason === null ? row : { ...row, reason })));
+  }
+
+  /** @inheritdoc */
+  claimUrl(key: string, machine: string, expiresAt: number): Promise<boolean> {
+    const s = this.statements;
+    return settle(() =>
+      this.db
+        .transaction(() => {
+          s.expireClaims.run(Math.floor(this.now().getTime() / 1000));
+          return s.claimUrl.run(key, machine, expiresAt).changes === 1;
+        })
+        .immediate(),
+    );
   }
 
   /** @inheritdoc */

@@ -63,6 +63,8 @@ export interface AuditInput {
   status: number;
   /** ISO 8601 UTC; default now. */
   at?: string;
+  /** Why a refusal was made, when the status alone does not say (issue 16: `client-address`, `already-fetched`). */
+  reason?: string;
 }
 
 /** Whether an audit row records a refusal (any 4xx or 5xx answer), which {@link AuditBounds} may prune. */
@@ -89,7 +91,7 @@ export interface DiscoveredBounds {
 }
 
 /** An audit row as read back. */
-export interface AuditEntry extends Required<AuditInput> {
+export interface AuditEntry extends Required<Omit<AuditInput, 'reason'>>, Pick<AuditInput, 'reason'> {
   /** Increasing with each row written: the order of writing. */
   id: number;
 }
@@ -202,6 +204,20 @@ export interface Store {
 
   /** Fetches counted for a machine since its last reset (0 when none). */
   fetchCount(machine: string): Promise<number>;
+
+  /**
+   * First fetch wins (issue 16): claim a signed URL, atomically. Inserts `key` unless it
+   * is there, and returns whether this call inserted it; of any number of callers
+   * (replicas sharing a PostgreSQL database included) exactly one gets true, and the
+   * claim survives restarts. Claims past their expiry are deleted in the same
+   * transaction (each once, by an index), so the table holds only unexpired URLs: a
+   * number bounded by the signed URLs issued within one lifetime.
+   *
+   * @param key a digest naming the URL (never the signature itself)
+   * @param machine the machine the URL is for
+   * @param expiresAt the URL's expiry, unix seconds: the claim is kept until then
+   */
+  claimUrl(key: string, machine: string, expiresAt: number): Promise<boolean>;
 
   /** Reset a machine's fetch counter to 0 (an operator allowing it to boot again). */
   resetFetches(machine: string): Promise<void>;

@@ -319,3 +319,26 @@ describe('unknownMachineScript', () => {
     assert.equal(echoSafe('a b#c$d{e}f|g&h;i\\j'), 'a_b_c_d_e_f_g_h_i_j');
   });
 });
+
+describe('bootScript with a plain-HTTP fallback (issue 16)', () => {
+  const script = bootScript('https://10.0.2.100:8443', 10, 'http://10.0.2.100:8080');
+
+  it('chains /ipxe over https first, then over the plain listener, then waits and retries', () => {
+    assertUrlsParse(script);
+    const chains = simulate(script).filter((c) => c.argv[0] === 'chain');
+    assert.equal(chains.length, 2);
+    assert.ok(chains[0]!.argv[3]!.startsWith('https://10.0.2.100:8443/ipxe?mac='), chains[0]!.argv.join(' '));
+    assert.equal(chains[0]!.next, '||', 'the plain chain runs only when the https one fails');
+    assert.ok(chains[1]!.argv[3]!.startsWith('http://10.0.2.100:8080/ipxe?mac='), chains[1]!.argv.join(' '));
+    assert.equal(chains[1]!.next, '||');
+    assert.equal(chains[0]!.line, chains[1]!.line);
+    // The same identity query on both.
+    assert.equal(chains[0]!.argv[3]!.split('?')[1], chains[1]!.argv[3]!.split('?')[1]);
+    assert.match(script, /\|\| goto bootwright_wait\n:bootwright_wait/);
+  });
+
+  it('without a plain base URL, the script is the one it always was', () => {
+    assert.equal(bootScript(BASE, 10, undefined), bootScript(BASE));
+    assert.throws(() => bootScript(BASE, 10, 'ftp://h'), TypeError);
+  });
+});

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -7,6 +10,8 @@ import { cloudConfigInclude, ignitionPointer } from '../../src/boot/pointer.js';
 import { bootstrapUrl } from '../../src/boot/sign.js';
 import { checkIgnitionV2Rules } from '../../src/provision/ignition/v2/rules.js';
 import { IGNITION_SPEC_VERSIONS } from '../../src/provision/ignition/versions.js';
+import { decodeDataUrl } from '../../src/provision/ignition/dataurl.js';
+import { ensureAutoTls } from '../../src/tls/auto.js';
 import { ignitionValidate, ignitionValidateKnows, validateIgnitionSchema } from '../support/validators.js';
 import { runPython, skipWithoutCloudInit } from './cloudinit.js';
 
@@ -114,5 +119,34 @@ describe('#include-once through cloud-init itself', { skip: skipWithoutCloudInit
     assert.deepEqual(out.types, ['text/x-include-once-url', 'text/x-include-url']);
     assert.deepEqual(out.once, [[CONFIG], [CONFIG]]);
     assert.deepEqual(out.plain, [[CONFIG], 'error']);
+  });
+});
+
+describe('ignitionPointer pinning the HTTPS CA (issue 16)', () => {
+  const httpsUrl = bootstrapUrl('ignition', 'https://10.0.2.100:8443', 'node-1', KEY, 3600, NOW);
+  let caPem = '';
+  before(async () => {
+    caPem = (await ensureAutoTls(mkdtempSync(join(tmpdir(), 'bw-pointer-ca-')), ['10.0.2.100'])).caPem;
+  });
+
+  it('carries the CA inline in ignition.security.tls.certificateAuthorities, next to verification.hash', () => {
+    const p = ignitionPointer(httpsUrl, SHA512, '3.3.0', caPem);
+    const cas = (p.config as { ignition: { security: { tls: { certificateAuthorities: { source: string }[] } } } }).ignition.security.tls.certificateAuthorities;
+    assert.equal(cas.length, 1);
+    assert.ok(cas[0]!.source.startsWith('data:;base64,'));
+    assert.equal(Buffer.from(decodeDataUrl(cas[0]!.source)!).toString('utf8'), caPem);
+    assert.equal((p.config as { ignition: { config: { replace: { verification: { hash: string } } } } }).ignition.config.replace.verification.hash, `sha512-${SHA512}`);
+    assert.throws(() => ignitionPointer(httpsUrl, SHA512, '3.3.0', 'not a certificate'), TypeError);
+  });
+
+  it('is valid for every 3.x spec and 2.3.0: JSON schemas, ignition-validate where it knows the spec', async () => {
+    for (const version of IGNITION_SPEC_VERSIONS) {
+      const p = ignitionPointer(httpsUrl, SHA512, version, caPem);
+      assert.deepEqual(validateIgnitionSchema(p.body, version), [], version);
+      if (ignitionValidateKnows(version)) assert.deepEqual(await ignitionValidate(p.body), [], version);
+    }
+    const legacy = ignitionPointer(httpsUrl, SHA512, '2.3.0', caPem);
+    assert.deepEqual(validateIgnitionSchema(legacy.body, '2.3.0'), []);
+    assert.deepEqual(checkIgnitionV2Rules(legacy.config), []);
   });
 });

@@ -16,6 +16,7 @@ import {
   signedUrl,
   signPath,
   verifySignature,
+  splitExpiry,
 } from '../../src/boot/sign.js';
 
 const KEY = Buffer.alloc(32, 7);
@@ -185,5 +186,33 @@ describe('URL-signing key', () => {
     writeFileSync(path.join(dataDir, KEY_FILE), 'short');
     assert.throws(() => loadOrCreateKey(dataDir), ConfigError);
     assert.equal(readFileSync(path.join(dataDir, KEY_FILE), 'utf8'), 'short');
+  });
+});
+
+describe('signed URLs bound to a client address (issue 16)', () => {
+  it('the signature covers the address: a fourth line of the HMAC message', () => {
+    const { exp, sig } = signPath(KEY, 'node-1', '/ignition', NOW + 60, '10.0.0.5');
+    assert.equal(sig, createHmac('sha256', KEY).update(`node-1\n/ignition\n${exp}\n10.0.0.5`).digest('base64url'));
+    assert.notEqual(sig, signPath(KEY, 'node-1', '/ignition', NOW + 60).sig);
+    assert.throws(() => signPath(KEY, 'node-1', '/ignition', NOW + 60, '10.0.0.5\nx'), TypeError);
+  });
+
+  it('verifies from the bound address, is elsewhere from another, invalid with the address edited or dropped', () => {
+    const { exp, sig } = signPath(KEY, 'node-1', '/ignition', NOW + 60, '10.0.0.5');
+    assert.equal(verifySignature(KEY, 'node-1', '/ignition', exp, sig, NOW, { client: '10.0.0.5', from: '10.0.0.5' }), 'ok');
+    assert.equal(verifySignature(KEY, 'node-1', '/ignition', exp, sig, NOW, { client: '10.0.0.5', from: '10.0.0.6' }), 'elsewhere');
+    assert.equal(verifySignature(KEY, 'node-1', '/ignition', exp, sig, NOW, { client: '10.0.0.6', from: '10.0.0.6' }), 'invalid');
+    assert.equal(verifySignature(KEY, 'node-1', '/ignition', exp, sig, NOW), 'invalid');
+    assert.equal(verifySignature(KEY, 'node-1', '/ignition', exp, sig, NOW + 60, { client: '10.0.0.5', from: '10.0.0.6' }), 'expired');
+  });
+
+  it('signedUrl carries the address: client= in the query, <exp>~<client> in a NoCloud prefix', () => {
+    const ign = new URL(signedUrl('https://h:8443', IGNITION_PATH, 'node-1', KEY, 60, NOW, 'fd00::5'));
+    assert.deepEqual([...ign.searchParams.keys()], ['machine', 'exp', 'client', 'sig']);
+    assert.equal(ign.searchParams.get('client'), 'fd00::5');
+    const seed = signedUrl('https://h:8443', nocloudPrefix('node-1'), 'node-1', KEY, 60, NOW, '10.0.0.5');
+    const segment = new URL(seed).pathname.split('/')[3]!;
+    assert.deepEqual(splitExpiry(segment), { exp: String(NOW + 60), client: '10.0.0.5' });
+    assert.deepEqual(splitExpiry(String(NOW)), { exp: String(NOW) });
   });
 });

@@ -7,7 +7,11 @@
  * arguments and configuration, and the sentinel are asserted.
  *
  * Boots: cloud-config that joins; cloud-config whose kubeadm fails (no sentinel);
- * Ignition (Debian's Ignition on the live root) that joins. Needs qemu-system-x86,
+ * Ignition (Debian's Ignition on the live root) that joins, over HTTPS (issue 16): a
+ * second service with `BOOTWRIGHT_TLS=auto` for https://10.0.2.100:8080 hands out a
+ * pointer config (as user data would carry it; here a `data:` URL on the kernel command
+ * line) that pins the generated CA, and Ignition fetches the full config from the signed
+ * https URL trusting only that CA (the guest's image does not). Needs qemu-system-x86,
  * mmdebstrap and e2fsprogs: skips loudly without them, fails under CI. The guest's root
  * is built once (a few minutes) and cached outside the repository.
  */
@@ -17,10 +21,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { load } from 'js-yaml';
+import { readFileSync } from 'node:fs';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { cloudConfigFiles, ignitionFiles } from '../support/decode.js';
 import { COMMANDS, expectedBytes, files } from '../support/hard-contents.js';
 import { startProcess, type ServeProcess } from '../support/process.js';
 import { example } from '../support/requests.js';
+import { ignitionValidate } from '../support/validators.js';
 import { bootGuest, firstBootSkip, GuestDisk, guestImage, type GuestImage } from './guest.js';
 
 const TOKEN = 'firstboot-admin-token-0123456789';
@@ -49,18 +56,29 @@ function provisioning() {
 let service: ServeProcess;
 let port: number;
 let image: GuestImage;
+/** The HTTPS service (BOOTWRIGHT_TLS=auto) the Ignition boot uses, and a client trusting its CA. */
+let tlsService: ServeProcess;
+let tlsPort: number;
+let tlsAgent: Agent;
+let caPem: string;
 
-/** Call the service's API with the admin token. */
-async function api(method: string, path: string, body?: unknown): Promise<Response> {
-  return fetch(`http://127.0.0.1:${port}${path}`, {
+/** Which service a call goes to. */
+type Target = 'http' | 'https';
+
+/** Call a service's API with the admin token. */
+async function api(method: string, path: string, body?: unknown, target: Target = 'http'): Promise<Response> {
+  const init = {
     method,
     headers: { authorization: `Bearer ${TOKEN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
     ...(body ? { body: JSON.stringify(body) } : {}),
-  });
+  };
+  if (target === 'http') return fetch(`http://127.0.0.1:${port}${path}`, init);
+  // The certificate names 127.0.0.1 too (the listen address), and only the service's CA is trusted.
+  return undiciFetch(`https://127.0.0.1:${tlsPort}${path}`, { ...init, dispatcher: tlsAgent });
 }
 
 /** Register a machine booting `format` with its MAC, and get the kernel arguments its /ipxe script gives. */
-async function register(name: string, format: 'cloud-config' | 'ignition', mac: string): Promise<string[]> {
+async function register(name: string, format: 'cloud-config' | 'ignition', mac: string, target: Target = 'http'): Promise<string[]> {
   const profile = {
     apiVersion: 'bootwright.dev/v1alpha1',
     kind: 'Profile',
@@ -74,11 +92,11 @@ async function register(name: string, format: 'cloud-config' | 'ignition', mac: 
       boot: { kernel: 'http://10.0.2.100:8080/assets/vmlinuz', initrd: ['http://10.0.2.100:8080/assets/initrd.img'], args: ['console=ttyS0'] },
     },
   };
-  assert.equal((await api('POST', '/v1/profiles', profile)).status, 201);
+  assert.equal((await api('POST', '/v1/profiles', profile, target)).status, 201);
   const machine = { apiVersion: 'bootwright.dev/v1alpha1', kind: 'Machine', metadata: { name }, spec: { cluster: 'fb', profile: name, selectors: { mac: [mac] }, nodeName: name } };
-  const created = await api('POST', '/v1/machines', machine);
+  const created = await api('POST', '/v1/machines', machine, target);
   assert.equal(created.status, 201, await created.text());
-  const script = await (await fetch(`http://127.0.0.1:${port}/ipxe?mac=${mac.replaceAll(':', '-')}`, { headers: { 'user-agent': 'iPXE/1.21.1' } })).text();
+  const script = await (await api('GET', `/ipxe?mac=${mac.replaceAll(':', '-')}`, undefined, target)).text();
   const kernel = script.split('\n').find((l) => l.startsWith('kernel '));
   assert.ok(kernel, script);
   // kernel <url> initrd=initrd0 <args...> || goto bootwright_failed
@@ -90,10 +108,10 @@ async function register(name: string, format: 'cloud-config' | 'ignition', mac: 
 }
 
 /** Boot once and read the disk back; the disk is removed after `check`. */
-async function boot(args: string[], check: (disk: GuestDisk, console: string) => void): Promise<number> {
+async function boot(args: string[], check: (disk: GuestDisk, console: string) => void, servicePort: number = port): Promise<number> {
   const disk = await GuestDisk.create(image);
   try {
-    const result = await bootGuest(image, disk, args, port, BOOT_TIMEOUT_MS);
+    const result = await bootGuest(image, disk, args, servicePort, BOOT_TIMEOUT_MS);
     const tail = result.console.slice(-6000);
     assert.equal(result.code, 0, `qemu exited ${String(result.code)} after ${result.ms} ms; console:\n${tail}`);
     assert.ok(disk.stat('/var/lib/bootwright-test/journal'), `the guest powered off without its capture unit; console:\n${tail}`);
@@ -183,17 +201,31 @@ describe('first boot in qemu', { skip: firstBootSkip() }, () => {
       BOOTWRIGHT_PUBLIC_URL: 'http://10.0.2.100:8080',
       BOOTWRIGHT_MAX_EVENT_LOOP_DELAY_MS: '0',
     });
+    const tlsDataDir = mkdtempSync(join(tmpdir(), 'bootwright-firstboot-tls-'));
+    tlsService = startProcess({
+      BOOTWRIGHT_DATA_DIR: tlsDataDir,
+      BOOTWRIGHT_TOKENS: JSON.stringify([{ name: 'admin', token: TOKEN, scopes: ['admin'] }]),
+      BOOTWRIGHT_PUBLIC_URL: 'https://10.0.2.100:8080',
+      BOOTWRIGHT_TLS: 'auto',
+      BOOTWRIGHT_MAX_EVENT_LOOP_DELAY_MS: '0',
+    });
     port = await service.port;
+    tlsPort = await tlsService.port;
+    caPem = readFileSync(join(tlsDataDir, 'tls', 'ca.crt'), 'utf8');
+    tlsAgent = new Agent({ connect: { ca: caPem } });
     const cluster = { apiVersion: 'bootwright.dev/v1alpha1', kind: 'Cluster', metadata: { name: 'fb' }, spec: example('worker').spec.cluster };
     assert.equal((await api('POST', '/v1/clusters', cluster)).status, 201);
+    assert.equal((await api('POST', '/v1/clusters', cluster, 'https')).status, 201);
   });
-  after(() => {
+  after(async () => {
     service.child.kill('SIGTERM');
+    tlsService.child.kill('SIGTERM');
+    await tlsAgent.close();
   });
 
   /** The kubeadm configuration the service serves this machine, decoded as the node decodes it. */
-  async function kubeadmConfigOf(name: string, format: 'cloud-config' | 'ignition'): Promise<string> {
-    const r = await api('GET', `/v1/machines/${name}/bootstrap`);
+  async function kubeadmConfigOf(name: string, format: 'cloud-config' | 'ignition', target: Target = 'http'): Promise<string> {
+    const r = await api('GET', `/v1/machines/${name}/bootstrap`, undefined, target);
     assert.equal(r.status, 200);
     const text = await r.text();
     const files = format === 'cloud-config' ? cloudConfigFiles(text) : ignitionFiles(JSON.parse(text));
@@ -225,18 +257,33 @@ describe('first boot in qemu', { skip: firstBootSkip() }, () => {
     process.stderr.write(`first boot, cloud-config, kubeadm failed: ${ms} ms\n`);
   });
 
-  it('Ignition: the same request lands the same way; kubeadm joins; the sentinel is written; the audit shows the guest fetch', async () => {
-    const args = await register('fb-ign-ok', 'ignition', '52:54:00:fb:00:03');
+  it('Ignition over HTTPS: a pointer pinning the CA; the full config fetched over verified TLS; kubeadm joins; the audit shows the guest fetch', async () => {
+    const args = await register('fb-ign-ok', 'ignition', '52:54:00:fb:00:03', 'https');
     const url = args.find((a) => a.startsWith('ignition.config.url='));
-    assert.ok(url?.startsWith('ignition.config.url=http://10.0.2.100:8080/ignition?'), args.join(' '));
-    const config = await kubeadmConfigOf('fb-ign-ok', 'ignition');
-    const ms = await boot([...args, 'ignition.firstboot', 'ignition.platform.id=metal'], (disk) => {
-      assertProvisioned(disk, 'ignition', 'fb-ign-ok', config);
-      assert.equal(disk.text('/var/lib/bootwright-test/cluster-api/bootstrap-success.complete'), 'success\n');
-      assert.ok(disk.stat('/var/lib/bootwright/kubeadm-bootstrap.done'), 'the unit left its stamp');
-    });
-    process.stderr.write(`first boot, Ignition, joined: ${ms} ms\n`);
-    const audit = (await (await api('GET', '/v1/machines/fb-ign-ok/audit')).json()) as { items: { route: string; status: number }[] };
-    assert.ok(audit.items.some((r) => r.route === '/ignition' && r.status === 200), JSON.stringify(audit));
+    assert.ok(url?.startsWith('ignition.config.url=https://10.0.2.100:8080/ignition?'), args.join(' '));
+    // The pointer, pinned to spec 3.3.0 (Debian's Ignition 2.14 knows 3.0.0-3.3.0): it
+    // carries the signed https URL, the hash of what it serves, and the CA inline.
+    const r = await api('GET', '/v1/machines/fb-ign-ok/bootstrap?pointer=true&ignitionVersion=3.3.0', undefined, 'https');
+    assert.equal(r.status, 200);
+    const pointer = await r.text();
+    assert.deepEqual(await ignitionValidate(pointer), []);
+    const parsed = JSON.parse(pointer) as { ignition: { config: { replace: { source: string } }; security: { tls: { certificateAuthorities: { source: string }[] } } } };
+    assert.ok(parsed.ignition.config.replace.source.startsWith('https://10.0.2.100:8080/ignition?'), pointer);
+    assert.equal(Buffer.from(parsed.ignition.security.tls.certificateAuthorities[0]!.source.replace('data:;base64,', ''), 'base64').toString('utf8'), caPem);
+    const config = await kubeadmConfigOf('fb-ign-ok', 'ignition', 'https');
+    // User data on a platform; on this test's metal guest, an inline data: URL on the kernel command line.
+    const pointerArg = `ignition.config.url=data:;base64,${Buffer.from(pointer, 'utf8').toString('base64')}`;
+    const ms = await boot(
+      ['ignition.firstboot', 'ignition.platform.id=metal', pointerArg],
+      (disk) => {
+        assertProvisioned(disk, 'ignition', 'fb-ign-ok', config);
+        assert.equal(disk.text('/var/lib/bootwright-test/cluster-api/bootstrap-success.complete'), 'success\n');
+        assert.ok(disk.stat('/var/lib/bootwright/kubeadm-bootstrap.done'), 'the unit left its stamp');
+      },
+      tlsPort,
+    );
+    process.stderr.write(`first boot, Ignition over HTTPS via a CA-pinning pointer, joined: ${ms} ms\n`);
+    const audit = (await (await api('GET', '/v1/machines/fb-ign-ok/audit', undefined, 'https')).json()) as { items: { route: string; status: number }[] };
+    assert.ok(audit.items.some((row) => row.route === '/ignition' && row.status === 200), JSON.stringify(audit));
   });
 });

@@ -28,7 +28,7 @@ export function startProcess(env: Record<string, string>): ServeProcess {
   const port = new Promise<number>((resolve, reject) => {
     child.stdout.on('data', (d: Buffer) => {
       logs += d.toString();
-      const m = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(logs);
+      const m = /Server listening at https?:\/\/127\.0\.0\.1:(\d+)/.exec(logs);
       if (m) resolve(Number(m[1]));
     });
     child.stderr.on('data', (d: Buffer) => (logs += d.toString()));

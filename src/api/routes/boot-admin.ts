@@ -21,6 +21,10 @@ const auditEntrySchema = z
     client: z.string().describe('the client address as the service saw it'),
     status: z.int().describe('the HTTP status answered'),
     at: z.string().describe('ISO 8601 UTC'),
+    reason: z
+      .string()
+      .optional()
+      .describe('why a refusal was made when the status alone does not say: client-address (a bound URL fetched from another address), already-fetched (first fetch wins)'),
   })
   .meta({ id: 'AuditEntry' });
 

@@ -30,7 +30,8 @@ import { machineIdentity } from '../../boot/identity.js';
 import { bootFormat, bootScript, DEFAULT_RETRY_SECONDS, echoSafe, machineScript, provisioningArgs, unknownMachineScript } from '../../boot/ipxe.js';
 import { matchMachine } from '../../boot/match.js';
 import { metaData, networkConfig, vendorData } from '../../boot/nocloud.js';
-import { bootstrapUrl, IGNITION_PATH, NOCLOUD_FILES, nocloudPrefix, routeUrl, type Verdict, verifySignature } from '../../boot/sign.js';
+import { bindableClient, bootstrapUrl, IGNITION_PATH, NOCLOUD_FILES, nocloudPrefix, routeUrl, splitExpiry, type Verdict, verifySignature } from '../../boot/sign.js';
+import { createHash } from 'node:crypto';
 import { RequestError } from '../../errors.js';
 import { UserDataLimitError } from '../../platform.js';
 import { machineNodeBootstrap } from '../../store/assemble.js';
@@ -43,6 +44,7 @@ import { type DeliveryQuery, deliveryResponses, sendBootstrapData } from '../del
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import { sendProblem, type ServiceContext, storageUnavailable } from '../server.js';
 import { UnauthenticatedWrites } from '../unauthenticated.js';
+import { isEncrypted } from '../plain.js';
 import { machineParts, partsKey } from './bootstrap.js';
 
 /** Media type of iPXE scripts and the small NoCloud documents. */
@@ -66,7 +68,7 @@ const SIGNED_PROBLEMS = {
 };
 
 const signatureQuery = {
-  exp: z.string().describe('expiry, unix seconds (from the signed URL)'),
+  exp: z.string().describe('expiry, unix seconds (from the signed URL); in a NoCloud path, <exp>~<client> when the URL is bound to a client address'),
   sig: z.string().describe('HMAC-SHA256 signature, base64url (from the signed URL)'),
 };
 
@@ -74,7 +76,11 @@ const signatureQuery = {
 const REFUSAL: Record<Exclude<Verdict, 'ok'>, string> = {
   expired: 'the signed URL has expired; boot again for a fresh one',
   invalid: 'the signature is not valid for this machine and route',
+  elsewhere: 'this signed URL is bound to the address that fetched /ipxe, and this request comes from another one',
 };
+
+/** Why a genuine signed URL was refused (the audit row's `reason` and the metric's label). */
+type SignedRefusal = 'client-address' | 'already-fetched';
 
 /**
  * Send a machine's bootstrap data from a signed route: as `sendBootstrapData`, with the
@@ -115,7 +121,7 @@ function sendScript(reply: FastifyReply, script: string, cacheControl: string): 
 /** The firmware-facing routes. */
 export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
   /** The machine and route an answer is audited under (set by the handler before it answers). */
-  const audited = new WeakMap<FastifyRequest, { machine: string; route: string }>();
+  const audited = new WeakMap<FastifyRequest, { machine: string; route: string; reason?: SignedRefusal }>();
   const writes = new UnauthenticatedWrites(ctx.config, ctx.metrics);
   const auditBounds = { maxRefused: ctx.config.refusedAuditMax, retentionSeconds: ctx.config.unauthenticatedRetentionSeconds };
   const discoveredBounds = { max: ctx.config.discoveredMax, retentionSeconds: ctx.config.unauthenticatedRetentionSeconds };
@@ -131,7 +137,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
     const a = audited.get(request);
     if (!a) return payload;
     audited.delete(request);
-    const row = { machine: a.machine, route: a.route, client: request.ip, status: reply.statusCode };
+    const row = { machine: a.machine, route: a.route, client: request.ip, status: reply.statusCode, ...(a.reason !== undefined ? { reason: a.reason } : {}) };
     const refusal = isRefusal(row.status);
     if (refusal && !writes.admitRefusal(row)) return payload;
     try {
@@ -145,10 +151,58 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
     return payload;
   });
 
+  /**
+   * The plain-HTTP base URL of a request that came over the plain listener of an HTTPS
+   * service (src/api/plain.ts): its own scheme and Host, which is where this firmware
+   * reached the service. Undefined over TLS, or when the service is plain HTTP.
+   */
+  const plainBase = (request: FastifyRequest): string | undefined => {
+    if (!ctx.https || isEncrypted(request.raw.socket)) return undefined;
+    const base = `http://${request.host}`;
+    try {
+      if (request.host !== '' && new URL(base).pathname === '/') return base;
+    } catch {
+      // fall through
+    }
+    throw new RequestError([{ path: 'headers.host', message: 'the Host header does not name a host' }], 400);
+  };
+
   /** Count a secret-bearing fetch against the machine's maxFetches; false when used up. */
   const takeFetch = (machine: StoredResource<MachineSpec>) =>
     machine.spec.maxFetches === undefined ? Promise.resolve(true) : ctx.store.takeFetch(machine.name, machine.spec.maxFetches);
   const fetchLimitReached = (reply: FastifyReply) => sendProblem(reply, 'forbidden', 403, 'fetch limit reached; an operator can reset it');
+
+  /**
+   * Refuse a genuine signed URL (issue 16): audited with the reason, counted in
+   * `bootwright_signed_url_refused_total`, logged without the URL.
+   */
+  const refuseSigned = (request: FastifyRequest, reply: FastifyReply, route: string, reason: SignedRefusal, detail: string) => {
+    const a = audited.get(request);
+    if (a) a.reason = reason;
+    ctx.metrics.signedUrlRefused.inc({ route, reason });
+    request.log.warn({ machine: a?.machine, route, reason }, 'a genuine signed URL was refused: someone else may hold it');
+    return sendProblem(reply, 'forbidden', 403, detail);
+  };
+
+  /** A signature's verdict answered: undefined when it may be served, else the reply sent. */
+  const refuseVerdict = (request: FastifyRequest, reply: FastifyReply, route: string, verdict: Verdict) => {
+    if (verdict === 'ok') return undefined;
+    if (verdict === 'elsewhere') return refuseSigned(request, reply, route, 'client-address', REFUSAL.elsewhere);
+    return sendProblem(reply, 'forbidden', 403, REFUSAL[verdict]);
+  };
+
+  /**
+   * First fetch wins (issue 16, `firstFetchWins`): claim the URL (route + signature,
+   * hashed) in the store until it expires; false (refused, audited, counted) when it was
+   * fetched before, by this replica or another, before or after a restart.
+   */
+  const firstFetch = async (request: FastifyRequest, reply: FastifyReply, machine: string, route: string, exp: string, sig: string): Promise<boolean> => {
+    if (!ctx.config.firstFetchWins) return true;
+    const key = createHash('sha256').update(`${route}\n${sig}`).digest('hex');
+    if (await ctx.store.claimUrl(key, machine, Number(exp))) return true;
+    refuseSigned(request, reply, route, 'already-fetched', 'this signed URL was fetched before, and first fetch wins (BOOTWRIGHT_FIRST_FETCH_WINS); boot again for a fresh one');
+    return false;
+  };
 
   app.get(
     '/boot.ipxe',
@@ -167,7 +221,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
         response: { 200: text('The iPXE script'), ...FIRMWARE_PROBLEMS },
       },
     },
-    async (request, reply) => sendScript(reply, bootScript(ctx.signing.baseUrl(request)), 'no-cache'),
+    async (request, reply) => sendScript(reply, bootScript(ctx.signing.baseUrl(request), DEFAULT_RETRY_SECONDS, plainBase(request)), 'no-cache'),
   );
 
   app.get(
@@ -201,7 +255,10 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
     },
     async (request, reply) => {
       const identity = machineIdentity(request.query);
+      // The OS fetches its bootstrap data from `base` (HTTPS when the service is); iPXE's
+      // own fetches (kernel, initrds, the retry chain) go where this script came from.
       const base = ctx.signing.baseUrl(request);
+      const scriptBase = plainBase(request) ?? base;
       const candidates = await ctx.store.findMachinesBy(identity);
       // The default machine is a candidate too: matchMachine picks it only when nothing else matches.
       const fallback = ctx.config.defaultMachine;
@@ -239,21 +296,23 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
             }
           }
         }
-        return sendScript(reply, unknownMachineScript(identity, DEFAULT_RETRY_SECONDS, base), 'no-store');
+        return sendScript(reply, unknownMachineScript(identity, DEFAULT_RETRY_SECONDS, scriptBase), 'no-store');
       }
       audited.set(request, { machine: machine.name, route: '/ipxe' });
       const profile = await ctx.store.get('Profile', machine.spec.profile);
       const boot = profile.spec.boot;
-      if (!boot) return sendScript(reply, retryScript([`no boot section in profile ${echoSafe(profile.name)}`], base), 'no-store');
+      if (!boot) return sendScript(reply, retryScript([`no boot section in profile ${echoSafe(profile.name)}`], scriptBase), 'no-store');
       const format = bootFormat(profile.spec.output?.format);
-      const url = bootstrapUrl(format, base, machine.name, ctx.signing.key(), ctx.signing.lifetimeSeconds);
+      // Bound to the address that fetched this script, when configured (issue 16).
+      const client = ctx.config.bindClientAddress && bindableClient(request.ip) ? request.ip : undefined;
+      const url = bootstrapUrl(format, base, machine.name, ctx.signing.key(), ctx.signing.lifetimeSeconds, Date.now() / 1000, client);
       let script: string;
       try {
-        script = machineScript(boot, provisioningArgs(format, url), base);
+        script = machineScript(boot, provisioningArgs(format, url), scriptBase);
       } catch (e) {
         if (!(e instanceof RequestError)) throw e;
         const lines = [`profile ${echoSafe(profile.name)} cannot be booted:`, ...e.problems.map((p) => `${echoSafe(p.path)} ${echoSafe(p.message)}`)];
-        script = retryScript(lines, base);
+        script = retryScript(lines, scriptBase);
       }
       // The script carries a signed URL: never stored by a cache.
       return sendScript(reply, script, 'no-store');
@@ -277,7 +336,9 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
           "Expired, forged or another machine's signatures are refused (403), as are fetches beyond the machine's `maxFetches`. Every fetch is audited.",
         querystring: z.object({
           machine: resourceName.describe('the machine id'),
-          ...signatureQuery,
+          exp: signatureQuery.exp,
+          client: z.string().optional().describe('the client address the URL is bound to (bindClientAddress), signed with it'),
+          sig: signatureQuery.sig,
           ignitionVersion: z
             .string()
             .regex(/^\d+\.\d+(\.\d+)?$/)
@@ -288,12 +349,14 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       },
     },
     async (request, reply) => {
-      const { machine: name, exp, sig, ignitionVersion } = request.query;
+      const { machine: name, exp, client, sig, ignitionVersion } = request.query;
       audited.set(request, { machine: name, route: IGNITION_PATH });
-      const verdict = verifySignature(ctx.signing.key(), name, IGNITION_PATH, exp, sig, Date.now() / 1000);
-      if (verdict !== 'ok') return sendProblem(reply, 'forbidden', 403, REFUSAL[verdict]);
+      const verdict = verifySignature(ctx.signing.key(), name, IGNITION_PATH, exp, sig, Date.now() / 1000, client === undefined ? undefined : { client, from: request.ip });
+      const refused = refuseVerdict(request, reply, IGNITION_PATH, verdict);
+      if (refused) return refused;
       const parts = await machineParts(ctx.store, name, undefined);
       const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts, documentLimits(ctx.config)));
+      if (!(await firstFetch(request, reply, name, IGNITION_PATH, exp, sig))) return reply;
       if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
       sendTarget(ctx, request, reply, known, { format: 'ignition', ignitionVersion });
       return reply;
@@ -331,13 +394,17 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       },
     },
     async (request, reply) => {
-      const { id, exp, sig, file } = request.params;
-      audited.set(request, { machine: id, route: `/nocloud/${file}` });
-      const verdict = verifySignature(ctx.signing.key(), id, nocloudPrefix(id), exp, sig, Date.now() / 1000);
-      if (verdict !== 'ok') return sendProblem(reply, 'forbidden', 403, REFUSAL[verdict]);
+      const { id, sig, file } = request.params;
+      const { exp, client } = splitExpiry(request.params.exp);
+      const route = `/nocloud/${file}`;
+      audited.set(request, { machine: id, route });
+      const verdict = verifySignature(ctx.signing.key(), id, nocloudPrefix(id), exp, sig, Date.now() / 1000, client === undefined ? undefined : { client, from: request.ip });
+      const refused = refuseVerdict(request, reply, route, verdict);
+      if (refused) return refused;
       if (file === 'user-data') {
         const parts = await machineParts(ctx.store, id, undefined);
         const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts, documentLimits(ctx.config)));
+        if (!(await firstFetch(request, reply, id, route, exp, sig))) return reply;
         if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
         sendTarget(ctx, request, reply, known, { format: 'cloud-config' });
         return reply;

@@ -55,7 +55,8 @@ export const partsKey = ({ machine, cluster, profile }: AssemblyParts) => `${mac
  * Send a pointer config for a machine (issue 4, "Small user data"): for Ignition, a
  * config whose `ignition.config.replace` names the signed `/ignition` URL, pinned with
  * `ignitionVersion=` to the spec negotiated here, and carries the SHA-512 of exactly the
- * bytes that URL serves; for cloud-config, an `#include-once` of the signed NoCloud
+ * bytes that URL serves, and, when that URL is https and the service knows its CA, the
+ * CA in `ignition.security.tls.certificateAuthorities`; for cloud-config, an `#include-once` of the signed NoCloud
  * `user-data` URL. The signed URL expires after `signedUrlSeconds`, and the hash holds
  * while the machine, cluster and profile stay unchanged.
  */
@@ -71,7 +72,8 @@ function sendPointer(ctx: ServiceContext, request: FastifyRequest, reply: Fastif
     const url = new URL(signedUrl(base, IGNITION_PATH, machine, ctx.signing.key(), ctx.signing.lifetimeSeconds));
     url.searchParams.set('ignitionVersion', version);
     const sha512 = createHash('sha512').update(result.body, 'utf8').digest('hex');
-    body = ignitionPointer(url.href, sha512, version).body;
+    // Over HTTPS with a known CA, the pointer pins it (the image need not trust it).
+    body = ignitionPointer(url.href, sha512, version, url.protocol === 'https:' ? ctx.tlsCa : undefined).body;
     type = `${IGNITION_MEDIA_TYPE}; version=${version}`;
   } else {
     body = cloudConfigInclude(`${bootstrapUrl('cloud-config', base, machine, ctx.signing.key(), ctx.signing.lifetimeSeconds)}user-data`);

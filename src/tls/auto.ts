@@ -1,0 +1,216 @@
+/**
+ * `BOOTWRIGHT_TLS=auto` (issue 16): a private CA and a serving certificate it issued,
+ * kept under `<dataDir>/tls/` (every file mode 0600, the directory 0700), generated with
+ * @peculiar/x509 over Node's WebCrypto (Node's crypto makes keys but not certificates).
+ *
+ * - The CA (`ca.crt`, `ca.key`) is made once and kept: machines and images trust it, and
+ *   pointer configs pin it, so it must outlive restarts. ECDSA P-256, 10 years,
+ *   `basicConstraints: CA, pathlen 0`, `keyUsage: keyCertSign, cRLSign` (RFC 5280 §4.2.1).
+ * - The serving certificate (`server.crt`, `server.key`) is reissued at start when it is
+ *   missing, not issued by that CA, within {@link RENEW_BEFORE_DAYS} of expiry, or does not
+ *   name every host asked for: ECDSA P-256, {@link SERVING_DAYS} days, `subjectAltName`
+ *   with an `iPAddress` entry for an IP and a `dNSName` for a name (RFC 6125: clients match
+ *   the SAN, not the CN), `extendedKeyUsage: serverAuth`.
+ *
+ * ECDSA keeps the CA small: a pointer config carrying it inline stays well under a kernel
+ * command line or a 16 KiB user-data limit. Firmware whose TLS stack only speaks RSA
+ * (iPXE builds before its ECDSA support) needs an operator certificate instead
+ * (`BOOTWRIGHT_TLS_CERT`); docs/operating.md says so.
+ */
+import 'reflect-metadata';
+import { randomBytes, webcrypto, X509Certificate } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import * as x509 from '@peculiar/x509';
+
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+
+/** The directory under the data directory. */
+export const TLS_DIR = 'tls';
+/** Lifetime of the generated CA, days. */
+export const CA_DAYS = 3650;
+/** Lifetime of a generated serving certificate, days. */
+export const SERVING_DAYS = 365;
+/** A serving certificate this close to expiry is reissued at start, days. */
+export const RENEW_BEFORE_DAYS = 30;
+
+const ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
+const DAY_MS = 86_400_000;
+
+/** The generated files, as PEM text, and where they are. */
+export interface AutoTls {
+  /** The CA certificate (PEM): what `GET /ca.crt` serves and pointer configs pin. */
+  caPem: string;
+  /** `<dataDir>/tls/server.crt`: the serving certificate, then the CA. */
+  certFile: string;
+  /** `<dataDir>/tls/server.key`: its PKCS #8 private key. */
+  keyFile: string;
+  /** `<dataDir>/tls/ca.crt`. */
+  caFile: string;
+  /** What this call generated. */
+  created: { ca: boolean; serving: boolean };
+}
+
+function pem(label: string, der: ArrayBuffer): string {
+  const b64 = Buffer.from(der).toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '');
+  return `-----BEGIN ${label}-----\n${b64}\n-----END ${label}-----\n`;
+}
+
+/** Write `text` to `file` (mode 0600) so a reader never sees a partial file. */
+function writePrivate(file: string, text: string): void {
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    writeFileSync(tmp, text, { mode: 0o600 });
+    renameSync(tmp, file);
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw e;
+  }
+}
+
+function readOrUndefined(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+}
+
+/** A positive serial number, 16 random bytes (RFC 5280 §4.1.2.2: at most 20 octets, positive). */
+function serial(): string {
+  const b = randomBytes(16);
+  b[0] = b[0]! & 0x7f;
+  return b.toString('hex');
+}
+
+async function newKeys(): Promise<webcrypto.CryptoKeyPair> {
+  return webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify']);
+}
+
+async function importKey(pkcs8Pem: string): Promise<webcrypto.CryptoKey> {
+  const der = Buffer.from(pkcs8Pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
+  return webcrypto.subtle.importKey('pkcs8', der, ALGORITHM, false, ['sign']);
+}
+
+/** Whether `cert` (PEM) names `host` in its subjectAltName (an IP as `IP Address:`, a name as `DNS:`). */
+export function namesHost(cert: X509Certificate, host: string): boolean {
+  return isIP(host) ? cert.checkIP(host) !== undefined : cert.checkHost(host, { subject: 'never', wildcards: false }) !== undefined;
+}
+
+/**
+ * The hosts a serving certificate must name: the public URL's host, the listen address
+ * unless it is a wildcard, and `localhost` (so the machine itself can reach it).
+ *
+ * @param publicUrl `BOOTWRIGHT_PUBLIC_URL`, if set
+ * @param listenHost `BOOTWRIGHT_HOST`
+ * @returns host names and IP addresses (IPv6 without brackets), no duplicates, in that order
+ */
+export function servingHosts(publicUrl: string | undefined, listenHost: string): string[] {
+  const hosts: string[] = [];
+  if (publicUrl !== undefined) hosts.push(new URL(publicUrl).hostname.replace(/^\[(.*)\]$/, '$1'));
+  if (listenHost !== '0.0.0.0' && listenHost !== '::' && listenHost !== '') hosts.push(listenHost);
+  hosts.push('localhost');
+  return [...new Set(hosts)];
+}
+
+/**
+ * The CA and serving certificate under `<dataDir>/tls/`: read, or generated as the
+ * module comment says.
+ *
+ * @param dataDir the data directory (created, mode 0700, when missing)
+ * @param hosts what the serving certificate must name ({@link servingHosts}); at least one
+ * @param now the current time (tests)
+ * @throws Error when a kept CA file cannot be parsed (it is never replaced silently: the
+ *   machines trusting it would stop booting), or for file-system errors
+ */
+export async function ensureAutoTls(dataDir: string, hosts: readonly string[], now: Date = new Date()): Promise<AutoTls> {
+  if (hosts.length === 0) throw new TypeError('at least one host is needed');
+  const dir = join(dataDir, TLS_DIR);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+  const caFile = join(dir, 'ca.crt');
+  const caKeyFile = join(dir, 'ca.key');
+  const certFile = join(dir, 'server.crt');
+  const keyFile = join(dir, 'server.key');
+  const created = { ca: false, serving: false };
+
+  let caPem = readOrUndefined(caFile);
+  let caKeyPem = readOrUndefined(caKeyFile);
+  let caKey: webcrypto.CryptoKey;
+  let ca: x509.X509Certificate;
+  if (caPem === undefined || caKeyPem === undefined) {
+    if (caPem !== undefined || caKeyPem !== undefined) throw new Error(`${dir}: ca.crt and ca.key must both exist or both be absent; restore the missing one (machines trust this CA)`);
+    const keys = await newKeys();
+    ca = await x509.X509CertificateGenerator.createSelfSigned({
+      serialNumber: serial(),
+      name: `CN=bootwright CA ${randomBytes(4).toString('hex')}`,
+      notBefore: new Date(now.getTime() - 60_000),
+      notAfter: new Date(now.getTime() + CA_DAYS * DAY_MS),
+      keys,
+      signingAlgorithm: ALGORITHM,
+      extensions: [
+        new x509.BasicConstraintsExtension(true, 0, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+      ],
+    });
+    caPem = ca.toString('pem') + '\n';
+    caKeyPem = pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
+    writePrivate(caKeyFile, caKeyPem);
+    writePrivate(caFile, caPem);
+    caKey = keys.privateKey;
+    created.ca = true;
+  } else {
+    try {
+      ca = new x509.X509Certificate(caPem);
+      caKey = await importKey(caKeyPem);
+    } catch (e) {
+      throw new Error(`${dir}: the kept CA cannot be read (${(e as Error).message}); restore ca.crt and ca.key (machines trust this CA)`, { cause: e });
+    }
+  }
+
+  const caNode = new X509Certificate(caPem);
+  const servingPem = readOrUndefined(certFile);
+  const servingKey = readOrUndefined(keyFile);
+  let fresh = false;
+  if (servingPem !== undefined && servingKey !== undefined) {
+    try {
+      const cert = new X509Certificate(servingPem);
+      fresh =
+        cert.checkIssued(caNode) &&
+        cert.verify(caNode.publicKey) &&
+        new Date(cert.validTo).getTime() - now.getTime() > RENEW_BEFORE_DAYS * DAY_MS &&
+        hosts.every((h) => namesHost(cert, h));
+    } catch {
+      fresh = false;
+    }
+  }
+  if (!fresh) {
+    const keys = await newKeys();
+    const leaf = await x509.X509CertificateGenerator.create({
+      serialNumber: serial(),
+      subject: `CN=${hosts[0]!}`,
+      issuer: ca.subject,
+      notBefore: new Date(now.getTime() - 60_000),
+      notAfter: new Date(Math.min(now.getTime() + SERVING_DAYS * DAY_MS, ca.notAfter.getTime())),
+      signingKey: caKey,
+      publicKey: keys.publicKey,
+      signingAlgorithm: ALGORITHM,
+      extensions: [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+        new x509.SubjectAlternativeNameExtension(hosts.map((h) => (isIP(h) ? { type: 'ip' as const, value: h } : { type: 'dns' as const, value: h }))),
+        await x509.AuthorityKeyIdentifierExtension.create(ca),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+      ],
+    });
+    // Key first: a reader that sees the new certificate also finds its key.
+    writePrivate(keyFile, pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)));
+    writePrivate(certFile, `${leaf.toString('pem')}\n${caPem}`);
+    created.serving = true;
+  }
+  return { caPem, certFile, keyFile, caFile, created };
+}
