@@ -8,7 +8,7 @@ import { load } from 'js-yaml';
 import { z } from 'zod';
 import { DEFAULT_DOCUMENT_LIMITS, type DocumentLimits } from './request/bounds.js';
 import { zodProblems } from './request/parse.js';
-import { DEFAULT_LABEL_SELECTOR_LIMITS } from './store/store.js';
+import { DEFAULT_LABEL_SELECTOR_LIMITS } from './store/selector.js';
 
 export const SCOPES = ['read', 'render', 'write', 'admin'] as const;
 export type Scope = (typeof SCOPES)[number];

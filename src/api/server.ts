@@ -16,7 +16,7 @@ import { createJsonSchemaTransform, createJsonSchemaTransformObject, serializerC
 import { type Config, documentLimits, type Scope } from '../config.js';
 import { RequestError } from '../errors.js';
 import { AssemblyError } from '../store/assemble.js';
-import { AlreadyExistsError, DuplicateSelectorError, InvalidArgumentError, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from '../store/errors.js';
+import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, InvalidArgumentError, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from '../store/errors.js';
 import { storageFault } from '../store/faults.js';
 import { openSqliteStore } from '../store/sqlite.js';
 import type { Store } from '../store/store.js';
@@ -203,7 +203,7 @@ function handleError(this: { config: Config; metrics: Metrics }, error: FastifyE
   const fault = storageFault(error);
   if (fault) return reply.send(storageUnavailable(this, request, reply, fault));
   if (error instanceof AssemblyError) return sendProblem(reply, 'invalid-request', 422, error.detail, error.problems);
-  if (error instanceof NotFoundError) return sendProblem(reply, 'not-found', 404, error.message);
+  if (error instanceof NotFoundError || error instanceof DiscoveredNotFoundError) return sendProblem(reply, 'not-found', 404, error.message);
   if (error instanceof AlreadyExistsError) return sendProblem(reply, 'conflict', 409, `${error.message}; replace it with PUT`);
   if (error instanceof DuplicateSelectorError) {
     return sendProblem(reply, 'conflict', 409, `${error.message}: two machines would race for one machine's boot; remove it from one of them`, [

@@ -211,8 +211,8 @@ describe('validation', () => {
     assertProblem(await get('/v1/profiles?limit=0'), 400, [{ path: 'querystring.limit' }]);
     assertProblem(await get('/v1/profiles?limit=5000'), 400, [{ path: 'querystring.limit' }]);
     assertProblem(await get('/v1/profiles?continue=garbage'), 400, [{ path: 'continue' }]);
-    assertProblem(await get('/v1/profiles?labelSelector=env'), 400, [{ path: 'labelSelector' }]);
-    assertProblem(await get('/v1/profiles?labelSelector=env!%3Dprod'), 400, [{ path: 'labelSelector' }]);
+    assertProblem(await get('/v1/profiles?labelSelector=env%3D%3D%3Dprod'), 400, [{ path: 'labelSelector' }]);
+    assertProblem(await get('/v1/profiles?labelSelector=env%20in%20prod'), 400, [{ path: 'labelSelector' }]);
   });
 });
 

@@ -20,12 +20,14 @@ import { zodProblems } from '../../request/parse.js';
 import { jsonSafeSpec, LIST_DOCUMENTS, READ_DOCUMENTS, restoreSecrets, REVISION_LIST_DOCUMENTS, toReadDocument, WRITE_DOCUMENTS } from '../../store/documents.js';
 import { PreconditionFailedError } from '../../store/errors.js';
 import { RESOURCE_API_VERSION, RESOURCE_KINDS, resourceName, type ResourceKind, type StoredResource } from '../../store/resources.js';
-import { MAX_LIST_LIMIT, parseLabelSelector, type ResourceInput, type SpecOf } from '../../store/store.js';
+import { MAX_LIST_LIMIT, type ResourceInput, type SpecOf } from '../../store/store.js';
+import { parseLabelSelector } from '../../store/selector.js';
 import { checkWrite, type WriteCheckContext } from '../../store/writecheck.js';
 import type { FastifyRequest } from 'fastify';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import type { ServiceContext } from '../server.js';
 import { noneMatch } from '../deliver.js';
+import { YAML_MEDIA_TYPE, yamlResponses } from '../yaml-response.js';
 
 const problemContent = { content: { [PROBLEM_MEDIA_TYPE]: { schema: problemSchema } } };
 
@@ -62,8 +64,11 @@ const MACHINE_WRITE = {
   scopeReason: "a machine's signed firmware URLs serve its cluster's secrets to whoever presents its selectors, so writing one needs the render scope that may obtain them",
 };
 
-/** A JSON response with a description, its schema kept as a named component. */
-const json = <S extends ZodType>(description: string, schema: S) => ({ description, content: { 'application/json': { schema } } });
+/**
+ * A document response with a description, its schema kept as a named component: JSON,
+ * or YAML when Accept prefers it (src/api/yaml-response.ts).
+ */
+export const json = <S extends ZodType>(description: string, schema: S) => ({ description, content: { 'application/json': { schema }, [YAML_MEDIA_TYPE]: { schema } } });
 
 /** An entity tag for a revision: the number in quotes (RFC 9110 §8.8.3). */
 export const revisionEtag = (revision: number) => `"${revision}"`;
@@ -188,7 +193,7 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
         querystring: z.object({
           limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).optional().describe(`items per page, 1 to ${MAX_LIST_LIMIT} (default 100)`),
           continue: z.string().optional().describe('the continue token of the previous page'),
-          labelSelector: z.string().optional().describe('equality terms key=value separated by commas; every term must match'),
+          labelSelector: z.string().optional().describe('Kubernetes label selector, every requirement holding: `key=value`, `key!=value`, `key in (a,b)`, `key notin (a,b)`, `key`, `!key`, separated by commas'),
         }),
         response: { 200: json(`A page of ${collection}`, LIST_DOCUMENTS[kind]), ...problemResponses(400, 401, 403, 429, 503) },
       },
@@ -319,6 +324,7 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
 
 /** The inventory routes (scopes: `read` for GET, `write` for POST, PUT and DELETE; `write` and `render` to create or replace a machine). */
 export const resourceRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
+  yamlResponses(app);
   // Bodies are validated in the handler (readWrite), after secrets are put back and with
   // the NodeBootstrap's field paths; the body schema still documents them in OpenAPI.
   app.setValidatorCompiler<ZodType>((route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route)));
