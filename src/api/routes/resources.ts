@@ -13,6 +13,7 @@
  * Routes only translate HTTP to store calls; errors become problems in server.ts.
  */
 import type { FastifyContextConfig } from 'fastify';
+import stringify from 'safe-stable-stringify';
 import { type FastifyPluginCallbackZod, validatorCompiler } from 'fastify-type-provider-zod';
 import { type ZodType, z } from 'zod';
 import { type FieldProblem, RequestError } from '../../errors.js';
@@ -139,6 +140,23 @@ function writeCheckContext(ctx: ServiceContext, request: FastifyRequest): WriteC
   return { store: ctx.store, maxMachines: ctx.config.writeCheckMaxMachines, baseUrl: ctx.signing.baseUrl(request), signingKey: ctx.signing.key(), signedUrlSeconds: ctx.signing.lifetimeSeconds };
 }
 
+/**
+ * Whether a replace would write what is already current: the same labels and spec
+ * (compared as canonical JSON, after defaults and restored secrets) and, for a machine,
+ * pins that are still the current cluster and profile revisions (a replace re-pins them).
+ * Such a replace writes nothing, as the Kubernetes API server skips a no-op update
+ * without changing `resourceVersion`.
+ */
+async function unchanged<K extends ResourceKind>(ctx: ServiceContext, kind: K, input: ResourceInput<SpecOf<K>>, current: StoredResource<SpecOf<K>>): Promise<boolean> {
+  if (stringify(input.labels ?? {}) !== stringify(current.labels) || stringify(input.spec) !== stringify(current.spec)) return false;
+  if (kind !== 'Machine') return true;
+  const spec = input.spec as SpecOf<'Machine'>;
+  const refs = current.refs;
+  if (!refs) return false;
+  const [cluster, profile] = await Promise.all([ctx.store.get('Cluster', spec.cluster).catch(() => undefined), ctx.store.get('Profile', spec.profile).catch(() => undefined)]);
+  return cluster?.revision === refs.clusterRevision && profile?.revision === refs.profileRevision;
+}
+
 const nameParams = z.object({ name: resourceName.describe('the resource name (a DNS-1123 label)') });
 
 /** Register the routes of one kind (generic so each kind keeps its own document types). */
@@ -248,7 +266,10 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
         summary: `Replace a ${one}`,
         description:
           'Replaces labels and spec, raising the revision by one. With `If-Match: "<revision>"` only when that is still current (else 412). ' +
-          'A secret sent as "<redacted>" keeps the stored value.' +
+          'A secret sent as "<redacted>" keeps the stored value. ' +
+          'A document that changes nothing (the same labels and spec' +
+          (kind === 'Machine' ? ', with the cluster and profile revisions it pins still current' : '') +
+          ') writes no revision and answers the current one, as the Kubernetes API does for a no-op update.' +
           (kind === 'Machine' ? ' The machine then pins the current cluster and profile revisions.' : '') +
           writeScopes,
         consumes: ['application/json', 'application/yaml'],
@@ -267,6 +288,10 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
       if (input.name !== name) throw new RequestError([{ path: 'metadata.name', message: `must be "${name}", the name in the path (resources cannot be renamed)` }]);
       // Secrets put back from `current` must not land on top of a newer revision.
       if (restored) ifMatch = current.revision;
+      if (await unchanged(ctx, kind, input, current)) {
+        void reply.header('etag', revisionEtag(current.revision)).header('cache-control', 'no-store');
+        return toReadDocument(current);
+      }
       await checkWrite(kind, input, writeCheckContext(ctx, request));
       const updated = await store.replace(kind, input, ifMatch !== undefined ? { ifMatch } : {});
       void reply.header('etag', revisionEtag(updated.revision)).header('cache-control', 'no-store');
