@@ -122,6 +122,8 @@ export const configSchema = z.strictObject({
    * row per this many seconds; the rest are counted as sampled. 0 writes every one.
    */
   refusedAuditIntervalSeconds: z.coerce.number().int().min(0).default(60),
+  /** A directory served at /assets/ (kernels, initrds, images for profiles' boot sections); unset serves none. */
+  assetsDir: z.string().min(1).optional(),
   /** Most discovered machines kept; sightings of new identities beyond it are counted, not written. */
   discoveredMax: z.coerce.number().int().min(1).default(10_000),
   /** Most audit rows of refusals kept; the oldest beyond it are deleted (rows of served fetches never are). */
@@ -155,6 +157,7 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_UNAUTHENTICATED_WRITES_PER_MINUTE: 'unauthenticatedWritesPerMinute',
   BOOTWRIGHT_REFUSED_AUDIT_INTERVAL_SECONDS: 'refusedAuditIntervalSeconds',
   BOOTWRIGHT_DISCOVERED_MAX: 'discoveredMax',
+  BOOTWRIGHT_ASSETS_DIR: 'assetsDir',
   BOOTWRIGHT_REFUSED_AUDIT_MAX: 'refusedAuditMax',
   BOOTWRIGHT_UNAUTHENTICATED_RETENTION_SECONDS: 'unauthenticatedRetentionSeconds',
   BOOTWRIGHT_MAX_DEPTH: 'maxDepth',

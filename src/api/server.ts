@@ -32,6 +32,7 @@ import { resourceRoutes } from './routes/resources.js';
 import { registerBodyParsers, REQUEST_SYNTAX_OF, UnsupportedCharsetError } from './body.js';
 import { bootAdminRoutes } from './routes/boot-admin.js';
 import { bootRoutes } from './routes/boot.js';
+import { assetRoutes } from './routes/assets.js';
 import { urlSigning, type UrlSigning } from './signing.js';
 import { PACKAGE_VERSION } from '../version.js';
 
@@ -244,6 +245,12 @@ function handleError(this: { config: Config; metrics: Metrics }, error: FastifyE
   }
   if (error.statusCode === 429) return sendProblem(reply, 'too-many-requests', 429, 'rate limit exceeded; retry after the time in Retry-After');
   if (error.statusCode === 503) return sendProblem(reply, 'overloaded', 503, 'the service is overloaded; retry after the time in Retry-After');
+  if (error.statusCode === 416) {
+    // A Range past the end of an asset (`send`): say how long the file is (RFC 9110 §15.5.17).
+    const range = (error as { headers?: Record<string, string> }).headers?.['Content-Range'];
+    if (range !== undefined) void reply.header('content-range', range);
+    return sendProblem(reply, 'malformed-request', 416, `the requested range is not within the file${range !== undefined ? ` (${range})` : ''}`);
+  }
   if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
     return sendProblem(reply, 'malformed-request', error.statusCode, 'the request could not be handled');
   }
@@ -420,5 +427,6 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   await app.register(bootAdminRoutes, context);
   // Firmware-facing (no /v1, no token): under-pressure above sheds them too (503 + Retry-After).
   await app.register(bootRoutes, context);
+  await app.register(assetRoutes, context);
   return app;
 }
