@@ -35,6 +35,7 @@ import { bootRoutes } from './routes/boot.js';
 import { assetRoutes } from './routes/assets.js';
 import { urlSigning, type UrlSigning } from './signing.js';
 import { PACKAGE_VERSION } from '../version.js';
+import { withExamples } from './openapi-examples.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -117,6 +118,20 @@ export function redactSignedUrl(url: string): string {
 /** pino's request serializer, as fastify's default but with signed URLs redacted. */
 function serializeRequest(request: FastifyRequest): Record<string, unknown> {
   return { method: request.method, url: redactSignedUrl(request.url), host: request.host, remoteAddress: request.ip, remotePort: request.socket.remotePort };
+}
+
+/**
+ * The OpenAPI `servers` of a served document: `BOOTWRIGHT_PUBLIC_URL` when configured,
+ * else the scheme and Host of the request that asked for it (the address the caller
+ * reached, so /docs' "Try it out" calls the same service), else the listen default.
+ */
+export function serversFor(ctx: ServiceContext, request: FastifyRequest): { url: string; description: string }[] {
+  if (ctx.config.publicUrl !== undefined) return [{ url: ctx.config.publicUrl, description: 'this service (BOOTWRIGHT_PUBLIC_URL)' }];
+  try {
+    return [{ url: ctx.signing.baseUrl(request), description: 'this service, as this request reached it' }];
+  } catch {
+    return [{ url: 'http://127.0.0.1:8080', description: 'local default' }];
+  }
 }
 
 /** Send a problem document. */
@@ -404,6 +419,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
         description: 'Turns a Kubernetes node bootstrap request into cloud-init or Ignition bootstrap data.',
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
+      // As committed (npm run openapi); /openapi.json and /docs name the service itself (serversFor).
       servers: [{ url: 'http://127.0.0.1:8080', description: 'local default' }],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       tags: [
@@ -415,10 +431,17 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     },
     transform: createJsonSchemaTransform({ skipList: ['/docs', '/docs/*', '/openapi.json'], zodToJsonConfig: { unrepresentable: 'any' } }),
     // Named zod schemas (`.meta({ id })`) become components; without this their $refs dangle.
-    transformObject: (doc) => usedSchemasOnly(toComponents(doc)),
+    transformObject: (doc) => withExamples(usedSchemasOnly(toComponents(doc))),
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
-  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+  /** The document as served: its servers list names this service as the caller reached it. */
+  const served = (spec: Readonly<Record<string, unknown>>, request: FastifyRequest) => ({ ...spec, servers: serversFor(context, request) });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    theme: { title: 'bootwright API' },
+    transformSpecification: (spec, request) => served(spec, request),
+    transformSpecificationClone: false,
+  });
+  app.get('/openapi.json', { schema: { hide: true } }, (request) => served(app.swagger() as unknown as Record<string, unknown>, request));
 
   await app.register(healthRoutes, context);
   await app.register(renderRoutes, context);

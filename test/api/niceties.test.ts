@@ -5,12 +5,14 @@
  * discovered machine, and a discovered entry marked enrolled once a machine matches it.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { dump, load } from 'js-yaml';
 import request from 'supertest';
 import { prefersYaml } from '../../src/api/yaml-response.js';
 import { assertProblem, clusterSpec, doc, inventory, type Inventory, machineSpec, workerProfileSpec } from '../support/inventory.js';
-import { ADMIN, READER } from '../support/server.js';
+import { ADMIN, READER, testService } from '../support/server.js';
+import { PACKAGE_VERSION } from '../../src/version.js';
 
 let inv: Inventory;
 before(async () => {
@@ -162,5 +164,41 @@ describe('discovered machines: enrolled, dismissed', () => {
     await boot('mac=52:54:00:0e:00:03');
     const again = (await discovered()).find((d) => d.mac === '52:54:00:0e:00:03')!;
     assert.ok(Number(again.id) > Number(entry.id));
+  });
+});
+
+describe('/docs and /openapi.json', () => {
+  it("name this service in servers (the request's address, or BOOTWRIGHT_PUBLIC_URL), the package's version and bootwright's name", async () => {
+    const doc = (await inv.get('/openapi.json', { host: 'bw.example.test:8443' }, '')).body as { info: { title: string; version: string }; servers: { url: string }[] };
+    assert.equal(doc.info.title, 'bootwright');
+    assert.equal(doc.info.version, PACKAGE_VERSION);
+    assert.deepEqual(doc.servers.map((s) => s.url), ['http://bw.example.test:8443']);
+    const ui = await inv.get('/docs/json', { host: 'other.example.test' }, '');
+    assert.deepEqual((ui.body as { servers: { url: string }[] }).servers.map((s) => s.url), ['http://other.example.test']);
+    const page = await inv.get('/docs/', {}, '');
+    assert.match(page.text, /<title>bootwright API<\/title>/);
+    const pub = await testService({ publicUrl: 'https://boot.example.test' });
+    try {
+      const res = await pub.app.inject({ url: '/openapi.json' });
+      assert.deepEqual(res.json<{ servers: { url: string }[] }>().servers.map((s) => s.url), ['https://boot.example.test']);
+    } finally {
+      await pub.app.close();
+    }
+  });
+
+  it('carry the example files as request and response examples, the responses as the service answers them', async () => {
+    type Op = { requestBody?: { content: Record<string, { example?: unknown }> }; responses: Record<string, { content?: Record<string, { example?: unknown }> }> };
+    const doc = (await inv.get('/openapi.json', {}, '')).body as { paths: Record<string, Record<string, Op>> };
+    const create = doc.paths['/v1/machines']!.post!;
+    assert.deepEqual(create.requestBody!.content['application/json']!.example, load(readFileSync(new URL('../../examples/inventory/flatcar/machine.yaml', import.meta.url), 'utf8')));
+    const created = create.responses['201']!.content!['application/json']!.example as { metadata: { revision: number }; spec: { selectors: { mac: string[] } }; status: unknown };
+    assert.equal(created.metadata.revision, 1);
+    assert.deepEqual(created.status, { clusterRevision: 1, profileRevision: 1 });
+    // What the service stores and answers for the same file, defaults applied.
+    const cluster = (doc.paths['/v1/clusters/{name}']!.get!.responses['200']!.content!['application/json']!.example as { spec: { bootstrapToken: string } });
+    assert.equal(cluster.spec.bootstrapToken, '<redacted>');
+    const render = doc.paths['/v1/render']!.post!.requestBody!.content['application/yaml']!.example as { kind: string };
+    assert.equal(render.kind, 'NodeBootstrap');
+    assert.ok((doc.paths['/v1/discovered']!.get!.responses['200']!.content!['application/json']!.example as { items: unknown[] }).items.length > 0);
   });
 });
