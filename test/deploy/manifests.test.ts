@@ -241,7 +241,7 @@ describe('deploy/kubernetes manifests', () => {
     assert.equal(provisioning.spec.ports.length, 1);
     const publicUrl = new URL(String(one('ConfigMap').data?.BOOTWRIGHT_PUBLIC_URL));
     assert.equal(provisioning.spec.ports[0]?.port, Number(publicUrl.port || 80), 'BOOTWRIGHT_PUBLIC_URL names the provisioning Service port');
-    assert.ok(isHttpPort(provisioning.spec.ports[0]?.targetPort));
+    assert.ok(isHttpPort(provisioning.spec.ports[0].targetPort));
     const terms = podSpec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? [];
     assert.ok(
       terms.some((t) => t.podAffinityTerm.topologyKey === 'kubernetes.io/hostname' && selects(t.podAffinityTerm.labelSelector?.matchLabels, podLabels)),
