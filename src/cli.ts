@@ -6,18 +6,36 @@
  *                          [--platform NAME] [-o OUT]        (or render -f FILE)
  *   bootwright validate FILE [--format cloud-config|ignition] (valid: it renders)
  *   bootwright serve [--host ADDR] [--port PORT] [--data-dir DIR] [--config FILE] [--detach]
+ *   bootwright get clusters|profiles|machines|discovered [NAME] [-l SELECTOR] [-o table|yaml|json|name]
+ *   bootwright apply -f FILE|DIR|-
+ *   bootwright delete KIND NAME
+ *   bootwright describe machine NAME
+ *   bootwright enroll DISCOVERED --profile P --cluster C [--name N]
+ *   bootwright status
  *   bootwright version | --version
  *   bootwright help [COMMAND] | COMMAND --help
  *
+ * The inventory commands talk to a running service (`--server`/BOOTWRIGHT_URL,
+ * `--token`/BOOTWRIGHT_TOKEN or `--token-file`/BOOTWRIGHT_TOKEN_FILE).
+ *
  * Exit codes ({@link EXIT}): 0 success; 2 bad input or usage (one line per problem,
- * naming the field or flag; nothing is written to OUT); 1 an unexpected failure, or
- * the service could not start.
+ * naming the field or flag; nothing is written to OUT, nothing is sent); 1 an
+ * unexpected failure, or the service could not start; 3 the service refused the
+ * request (its problem printed: title, detail, each field); 4 the service could not
+ * be reached, did not answer in time, or failed (5xx).
  */
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { EXIT, UsageError, commandHelp, overallHelp, parseCommand, type Command } from './cli/commands.js';
 import { RENDER, VALIDATE, runRender, runValidate } from './cli/render.js';
 import { SERVE, runServe } from './cli/serve.js';
+import { APPLY, runApply } from './cli/inventory/apply.js';
+import { printRefusal, ServerRefusal, ServerUnavailable } from './cli/inventory/client.js';
+import { DELETE, runDelete } from './cli/inventory/delete.js';
+import { DESCRIBE, runDescribe } from './cli/inventory/describe.js';
+import { ENROLL, runEnroll } from './cli/inventory/enroll.js';
+import { GET, runGet } from './cli/inventory/get.js';
+import { runStatus, STATUS } from './cli/inventory/status.js';
 import { ConfigError } from './config.js';
 import { RequestError } from './errors.js';
 import { PACKAGE_VERSION, RENDERER_VERSION } from './version.js';
@@ -41,7 +59,7 @@ const HELP: Command = {
 };
 
 /** Every command, in the order help lists them. */
-const COMMANDS: readonly Command[] = [RENDER, VALIDATE, SERVE, VERSION, HELP];
+const COMMANDS: readonly Command[] = [RENDER, VALIDATE, SERVE, GET, APPLY, DELETE, DESCRIBE, ENROLL, STATUS, VERSION, HELP];
 
 /** A suggestion for a mistyped command: one whose name shares its first two letters. */
 function didYouMean(name: string): string {
@@ -56,6 +74,13 @@ function didYouMean(name: string): string {
  * @returns the exit code ({@link EXIT}). `serve` resolves once the service listens; the
  *   process then runs until a signal.
  */
+/** Standard input, whole. */
+async function readStdin(): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
 export async function main(argv: string[], out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): Promise<number> {
   const [name, ...args] = argv;
   if (name === undefined || name === '-h' || name === '--help') {
@@ -83,6 +108,18 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
         return runValidate(parsed, err);
       case 'serve':
         return await runServe(parsed, args, out, err);
+      case 'get':
+        return await runGet(parsed, out);
+      case 'apply':
+        return await runApply(parsed, out, err, readStdin);
+      case 'delete':
+        return await runDelete(parsed, out);
+      case 'describe':
+        return await runDescribe(parsed, out);
+      case 'enroll':
+        return await runEnroll(parsed, out);
+      case 'status':
+        return await runStatus(parsed, out, err);
       case 'version':
         out.write(`bootwright ${PACKAGE_VERSION}\nrenderer: ${RENDERER_VERSION}\nnode: ${process.version}\n`);
         return EXIT.ok;
@@ -107,6 +144,14 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
       const on = e.command ?? command?.name;
       err.write(`error: ${e.message}\nSee 'bootwright ${on ? `${on} ` : ''}--help' for usage.\n`);
       return EXIT.usage;
+    }
+    if (e instanceof ServerRefusal) {
+      printRefusal(e, err);
+      return EXIT.refused;
+    }
+    if (e instanceof ServerUnavailable) {
+      err.write(`error: ${e.message}\n`);
+      return EXIT.unavailable;
     }
     if (e instanceof ConfigError) {
       err.write(`error: ${e.message}\n`);

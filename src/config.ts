@@ -8,7 +8,7 @@ import { load } from 'js-yaml';
 import { z } from 'zod';
 import { DEFAULT_DOCUMENT_LIMITS, type DocumentLimits } from './request/bounds.js';
 import { zodProblems } from './request/parse.js';
-import { DEFAULT_LABEL_SELECTOR_LIMITS } from './store/store.js';
+import { DEFAULT_LABEL_SELECTOR_LIMITS } from './store/selector.js';
 
 export const SCOPES = ['read', 'render', 'write', 'admin'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -127,6 +127,8 @@ export const configSchema = z.strictObject({
    * row per this many seconds; the rest are counted as sampled. 0 writes every one.
    */
   refusedAuditIntervalSeconds: z.coerce.number().int().min(0).default(60),
+  /** A directory served at /assets/ (kernels, initrds, images for profiles' boot sections); unset serves none. */
+  assetsDir: z.string().min(1).optional(),
   /** Most discovered machines kept; sightings of new identities beyond it are counted, not written. */
   discoveredMax: z.coerce.number().int().min(1).default(10_000),
   /** Most audit rows of refusals kept; the oldest beyond it are deleted (rows of served fetches never are). */
@@ -178,6 +180,7 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_UNAUTHENTICATED_WRITES_PER_MINUTE: 'unauthenticatedWritesPerMinute',
   BOOTWRIGHT_REFUSED_AUDIT_INTERVAL_SECONDS: 'refusedAuditIntervalSeconds',
   BOOTWRIGHT_DISCOVERED_MAX: 'discoveredMax',
+  BOOTWRIGHT_ASSETS_DIR: 'assetsDir',
   BOOTWRIGHT_REFUSED_AUDIT_MAX: 'refusedAuditMax',
   BOOTWRIGHT_UNAUTHENTICATED_RETENTION_SECONDS: 'unauthenticatedRetentionSeconds',
   BOOTWRIGHT_MAX_DEPTH: 'maxDepth',
@@ -198,6 +201,58 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_BIND_CLIENT_ADDRESS: 'bindClientAddress',
   BOOTWRIGHT_FIRST_FETCH_WINS: 'firstFetchWins',
 };
+
+/**
+ * The command line's client settings (`bootwright get|apply|delete|describe|enroll|status`),
+ * each a flag or a variable, the flag winning. Not the service's: `serve` ignores them.
+ */
+export interface ClientConfig {
+  /** The service's base URL (`--server`, `BOOTWRIGHT_URL`; default http://127.0.0.1:8080). */
+  server: string;
+  /** The bearer token (`--token`, `BOOTWRIGHT_TOKEN`, or read from `--token-file` / `BOOTWRIGHT_TOKEN_FILE`). */
+  token?: string;
+}
+
+/** The client's variables: the service's URL, its bearer token, or a file holding the token. */
+export const CLIENT_ENV = { url: 'BOOTWRIGHT_URL', token: 'BOOTWRIGHT_TOKEN', tokenFile: 'BOOTWRIGHT_TOKEN_FILE' } as const;
+
+/**
+ * Load the client settings from the flags over the environment.
+ *
+ * @param flags `--server`, `--token`, `--token-file` as given (undefined when absent).
+ * @throws ConfigError naming the flag or variable: a URL that is not http(s), both a
+ *   token and a token file, an unreadable or empty token file (never quoting a token).
+ */
+export function loadClientConfig(flags: { server?: string; token?: string; tokenFile?: string }, env: NodeJS.ProcessEnv = process.env): ClientConfig {
+  /** A variable's value, an empty one as unset. */
+  const variable = (name: string): string | undefined => (env[name] === '' ? undefined : env[name]);
+  const fromFlag = flags.server !== undefined;
+  const server = flags.server ?? variable(CLIENT_ENV.url) ?? 'http://127.0.0.1:8080';
+  let url: URL;
+  try {
+    url = new URL(server);
+  } catch {
+    throw new ConfigError(`${fromFlag ? '--server' : CLIENT_ENV.url}: must be an http:// or https:// URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${fromFlag ? '--server' : CLIENT_ENV.url}: must be an http:// or https:// URL`);
+  const out: ClientConfig = { server: url.href.replace(/\/+$/, '') };
+  const token = flags.token ?? (flags.tokenFile === undefined ? variable(CLIENT_ENV.token) : undefined);
+  const tokenFile = flags.tokenFile ?? (token === undefined ? variable(CLIENT_ENV.tokenFile) : undefined);
+  if (flags.token !== undefined && flags.tokenFile !== undefined) throw new ConfigError('--token and --token-file: give one of them');
+  if (token !== undefined) return { ...out, token };
+  if (tokenFile !== undefined) {
+    const name = flags.tokenFile !== undefined ? '--token-file' : CLIENT_ENV.tokenFile;
+    let text: string;
+    try {
+      text = readFileSync(tokenFile, 'utf8').trim();
+    } catch (e) {
+      throw new ConfigError(`${name} (${tokenFile}): cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).name}`);
+    }
+    if (text === '' || /\s/.test(text)) throw new ConfigError(`${name} (${tokenFile}): must hold one token on one line`);
+    return { ...out, token: text };
+  }
+  return out;
+}
 
 /** The document limits of a configuration ({@link DocumentLimits}, checked on every parsed body). */
 export function documentLimits(config: Config): DocumentLimits {

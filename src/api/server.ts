@@ -16,7 +16,7 @@ import { createJsonSchemaTransform, createJsonSchemaTransformObject, serializerC
 import { type Config, documentLimits, type Scope } from '../config.js';
 import { RequestError } from '../errors.js';
 import { AssemblyError } from '../store/assemble.js';
-import { AlreadyExistsError, DuplicateSelectorError, InvalidArgumentError, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from '../store/errors.js';
+import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, InvalidArgumentError, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from '../store/errors.js';
 import { storageFault } from '../store/faults.js';
 import { openSqliteStore } from '../store/sqlite.js';
 import type { Store } from '../store/store.js';
@@ -32,11 +32,13 @@ import { resourceRoutes } from './routes/resources.js';
 import { registerBodyParsers, REQUEST_SYNTAX_OF, UnsupportedCharsetError } from './body.js';
 import { bootAdminRoutes } from './routes/boot-admin.js';
 import { bootRoutes } from './routes/boot.js';
+import { assetRoutes } from './routes/assets.js';
 import { urlSigning, type UrlSigning } from './signing.js';
 import { PACKAGE_VERSION } from '../version.js';
 import { MIN_TLS_VERSION } from '../tls/credentials.js';
 import { caRoutes } from './routes/ca.js';
 import { isEncrypted, PLAIN_ROUTES } from './plain.js';
+import { withExamples } from './openapi-examples.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -142,6 +144,20 @@ function serializeRequest(request: FastifyRequest): Record<string, unknown> {
   return { method: request.method, url: redactSignedUrl(request.url), host: request.host, remoteAddress: request.ip, remotePort: request.socket.remotePort };
 }
 
+/**
+ * The OpenAPI `servers` of a served document: `BOOTWRIGHT_PUBLIC_URL` when configured,
+ * else the scheme and Host of the request that asked for it (the address the caller
+ * reached, so /docs' "Try it out" calls the same service), else the listen default.
+ */
+export function serversFor(ctx: ServiceContext, request: FastifyRequest): { url: string; description: string }[] {
+  if (ctx.config.publicUrl !== undefined) return [{ url: ctx.config.publicUrl, description: 'this service (BOOTWRIGHT_PUBLIC_URL)' }];
+  try {
+    return [{ url: ctx.signing.baseUrl(request), description: 'this service, as this request reached it' }];
+  } catch {
+    return [{ url: 'http://127.0.0.1:8080', description: 'local default' }];
+  }
+}
+
 /** Send a problem document. */
 export function sendProblem(reply: FastifyReply, kind: ProblemKind, status: number, detail: string, errors?: RequestError['problems']): FastifyReply {
   return reply.code(status).type(PROBLEM_MEDIA_TYPE).header('cache-control', 'no-store').send(problem(kind, status, detail, errors));
@@ -227,7 +243,7 @@ function handleError(this: { config: Config; metrics: Metrics }, error: FastifyE
   const fault = storageFault(error);
   if (fault) return reply.send(storageUnavailable(this, request, reply, fault));
   if (error instanceof AssemblyError) return sendProblem(reply, 'invalid-request', 422, error.detail, error.problems);
-  if (error instanceof NotFoundError) return sendProblem(reply, 'not-found', 404, error.message);
+  if (error instanceof NotFoundError || error instanceof DiscoveredNotFoundError) return sendProblem(reply, 'not-found', 404, error.message);
   if (error instanceof AlreadyExistsError) return sendProblem(reply, 'conflict', 409, `${error.message}; replace it with PUT`);
   if (error instanceof DuplicateSelectorError) {
     return sendProblem(reply, 'conflict', 409, `${error.message}: two machines would race for one machine's boot; remove it from one of them`, [
@@ -268,6 +284,12 @@ function handleError(this: { config: Config; metrics: Metrics }, error: FastifyE
   }
   if (error.statusCode === 429) return sendProblem(reply, 'too-many-requests', 429, 'rate limit exceeded; retry after the time in Retry-After');
   if (error.statusCode === 503) return sendProblem(reply, 'overloaded', 503, 'the service is overloaded; retry after the time in Retry-After');
+  if (error.statusCode === 416) {
+    // A Range past the end of an asset (`send`): say how long the file is (RFC 9110 §15.5.17).
+    const range = (error as { headers?: Record<string, string> }).headers?.['Content-Range'];
+    if (range !== undefined) void reply.header('content-range', range);
+    return sendProblem(reply, 'malformed-request', 416, `the requested range is not within the file${range !== undefined ? ` (${range})` : ''}`);
+  }
   if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
     return sendProblem(reply, 'malformed-request', error.statusCode, 'the request could not be handled');
   }
@@ -438,6 +460,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
         description: 'Turns a Kubernetes node bootstrap request into cloud-init or Ignition bootstrap data.',
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
+      // As committed (npm run openapi); /openapi.json and /docs name the service itself (serversFor).
       servers: [{ url: 'http://127.0.0.1:8080', description: 'local default' }],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       tags: [
@@ -449,10 +472,17 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     },
     transform: createJsonSchemaTransform({ skipList: ['/docs', '/docs/*', '/openapi.json'], zodToJsonConfig: { unrepresentable: 'any' } }),
     // Named zod schemas (`.meta({ id })`) become components; without this their $refs dangle.
-    transformObject: (doc) => usedSchemasOnly(toComponents(doc)),
+    transformObject: (doc) => withExamples(usedSchemasOnly(toComponents(doc))),
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
-  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+  /** The document as served: its servers list names this service as the caller reached it. */
+  const served = (spec: Readonly<Record<string, unknown>>, request: FastifyRequest) => ({ ...spec, servers: serversFor(context, request) });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    theme: { title: 'bootwright API' },
+    transformSpecification: (spec, request) => served(spec, request),
+    transformSpecificationClone: false,
+  });
+  app.get('/openapi.json', { schema: { hide: true } }, (request) => served(app.swagger() as unknown as Record<string, unknown>, request));
 
   await app.register(healthRoutes, context);
   await app.register(renderRoutes, context);
@@ -462,5 +492,6 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   // Firmware-facing (no /v1, no token): under-pressure above sheds them too (503 + Retry-After).
   await app.register(bootRoutes, context);
   await app.register(caRoutes, context);
+  await app.register(assetRoutes, context);
   return app;
 }

@@ -13,7 +13,16 @@ export const EXIT = {
   failure: 1,
   /** Bad input or usage: one line per problem, naming the field or flag. */
   usage: 2,
+  /** The service refused the request (a 4xx problem, printed with its fields). */
+  refused: 3,
+  /** The service could not be reached, did not answer in time, or failed (5xx). */
+  unavailable: 4,
 } as const;
+
+/** The exit codes as help and the docs list them. */
+export const EXIT_CODES_HELP =
+  'Exit codes: 0 success; 1 unexpected failure or the service could not start; 2 bad input or usage;\n' +
+  '3 the service refused the request (its problem is printed); 4 the service could not be reached or failed.';
 
 /** One flag of a command. */
 export interface Flag {
@@ -112,6 +121,8 @@ export function commandHelp(command: Command): string {
     ...flagLines([...command.flags, HELP_FLAG]),
     ...(command.details ? ['', command.details.trimEnd()] : []),
     '',
+    EXIT_CODES_HELP,
+    '',
   ].join('\n');
 }
 
@@ -132,7 +143,7 @@ export function overallHelp(commands: readonly Command[]): string {
     '      --version   print the version',
     '',
     "Run 'bootwright help COMMAND' or 'bootwright COMMAND --help' for a command's usage and flags.",
-    'Exit codes: 0 success; 1 unexpected failure or the service could not start; 2 bad input or usage.',
+    EXIT_CODES_HELP,
     '',
   ].join('\n');
 }

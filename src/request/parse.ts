@@ -2,7 +2,7 @@
  * Reading a NodeBootstrap from text: JSON or YAML in, a validated request or a
  * RequestError listing every problem with its field path out.
  */
-import { binaryTag, CORE_SCHEMA, load, YAMLException } from 'js-yaml';
+import { binaryTag, CORE_SCHEMA, load, loadAll, YAMLException } from 'js-yaml';
 import { printParseErrorCode, visit } from 'jsonc-parser';
 import type { z } from 'zod';
 import { type FieldProblem, RequestError } from '../errors.js';
@@ -39,6 +39,25 @@ export function parseDocument(text: string, syntax: RequestSyntax, limits: Docum
   const value = syntax === 'json' ? parseJson(text, limits) : parseYaml(text, limits);
   checkBounds(value, limits, formatPath);
   return value;
+}
+
+/**
+ * Parse a stream of documents (`kubectl apply -f` files): YAML documents separated by
+ * `---` (empty ones skipped), or one JSON document; each parsed and held to `limits` as
+ * {@link parseDocument} does.
+ *
+ * @throws RequestError as {@link parseDocument}, at the line and column of the stream.
+ */
+export function parseDocuments(text: string, syntax: RequestSyntax, limits: DocumentLimits = DEFAULT_DOCUMENT_LIMITS): unknown[] {
+  if (syntax === 'json') return [parseDocument(text, 'json', limits)];
+  let values: unknown[];
+  try {
+    values = loadAll(text, { schema: REQUEST_YAML_SCHEMA, maxAliases: limits.maxAliases, maxDepth: limits.maxDepth }).filter((v) => v !== null && v !== undefined);
+  } catch (e) {
+    throw yamlError(e, limits);
+  }
+  for (const v of values) checkBounds(v, limits, formatPath);
+  return values;
 }
 
 /** RFC 8259 JSON: JSON.parse for the value; jsonc-parser's scanner for positions and duplicate keys. */

@@ -21,6 +21,14 @@ export class NotFoundError extends StoreError {
   }
 }
 
+/** No discovered machine has this id. HTTP 404. */
+export class DiscoveredNotFoundError extends StoreError {
+  constructor(readonly id: string) {
+    super(`discovered machine "${id.slice(0, 40)}" does not exist`);
+    this.name = 'DiscoveredNotFoundError';
+  }
+}
+
 /** A create named a resource that already exists. HTTP 409. */
 export class AlreadyExistsError extends StoreError {
   constructor(

@@ -21,11 +21,12 @@
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import Postgrator from 'postgrator';
-import { AlreadyExistsError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
+import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
 import { storageFault } from './faults.js';
 import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
 import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
-import { CURRENT_JOIN, type CurrentRow, type DiscoveredRow, globEscape, type RevisionRow, sortedLabels, toDiscovered, toResource } from './rows.js';
+import { CURRENT_JOIN, type CurrentRow, type DiscoveredRow, enrolledIds, enrolmentKeys, globEscape, labelConditions, type RevisionRow, sortedLabels, toDiscovered, toResource } from './rows.js';
+import { requirementsOf } from './selector.js';
 import {
   type AuditBounds,
   type AuditEntry,
@@ -34,11 +35,13 @@ import {
   checkLimit,
   decodeContinue,
   type DiscoveredBounds,
+  type DiscoveredListOptions,
   type DiscoveredMachine,
   encodeContinue,
   isRefusal,
   type ListOptions,
   type ListPage,
+  MAX_LIST_LIMIT,
   type MachineIdentity,
   type ResourceInput,
   type SpecOf,
@@ -270,7 +273,23 @@ export class PostgresStore implements Store {
           name,
         ]);
       }
+      const ids = enrolledIds({ name, spec: machine! }, await PostgresStore.enrolmentCandidates(client, selectors));
+      if (ids.length > 0) await client.query('UPDATE discovered SET enrolled = $1 WHERE id = ANY($2::bigint[])', [name, ids]);
     }
+  }
+
+  /** Discovered entries sharing a hardware value with these selectors (indexed lookups). */
+  private static async enrolmentCandidates(client: pg.PoolClient, selectors: SelectorEntry[]): Promise<DiscoveredRow[]> {
+    const keys = enrolmentKeys(selectors);
+    const params: string[][] = [];
+    const terms: string[] = [];
+    for (const field of ['mac', 'uuid', 'serial', 'hostname'] as const) {
+      if (keys[field].length === 0) continue;
+      params.push(keys[field]);
+      terms.push(`(${field} <> '' AND ${field} = ANY($${params.length}::text[]))`);
+    }
+    if (terms.length === 0) return [];
+    return (await client.query<DiscoveredRow>(`SELECT * FROM discovered WHERE ${terms.join(' OR ')} LIMIT ${MAX_LIST_LIMIT}`, params)).rows;
   }
 
   /** @inheritdoc */
@@ -303,13 +322,9 @@ export class PostgresStore implements Store {
   async list<K extends ResourceKind>(kind: K, options: ListOptions = {}): Promise<ListPage<SpecOf<K>>> {
     const limit = checkLimit(options.limit);
     const after = options.continue === undefined || options.continue === '' ? '' : decodeContinue(kind, options.continue);
-    const terms = Object.entries(options.labelSelector ?? {});
     const params: (string | number)[] = [kind, after];
     let sql = `SELECT v.* ${CURRENT_JOIN} WHERE r.kind = $1 AND r.name > $2`;
-    for (const [key, value] of terms) {
-      params.push(key, value);
-      sql += ` AND r.name IN (SELECT name FROM resource_labels WHERE kind = $1 AND key = $${params.length - 1} AND value = $${params.length})`;
-    }
+    sql += labelConditions(requirementsOf(options.labelSelector), kind, (value) => `$${params.push(value)}`);
     params.push(limit + 1);
     sql += ` ORDER BY r.name LIMIT $${params.length}`;
     const rows = (await this.pool.query<RevisionRow>(sql, params)).rows;
@@ -456,22 +471,38 @@ export class PostgresStore implements Store {
         const known = (await client.query('SELECT 1 FROM discovered WHERE mac = $1 AND uuid = $2 AND serial = $3 AND hostname = $4', keyValues)).rows.length > 0;
         if (!known && (await client.query<{ n: number }>('SELECT count(*)::integer AS n FROM discovered')).rows[0]!.n >= bounds.max) return undefined;
       }
-      // Replicas' clocks may differ slightly: last seen never moves backwards.
-      const row = (
-        await client.query<DiscoveredRow>(
-          'INSERT INTO discovered (mac, uuid, serial, hostname, first_seen, last_seen, count) VALUES ($1, $2, $3, $4, $5, $5, 1) ' +
-            'ON CONFLICT (mac, uuid, serial, hostname) DO UPDATE SET last_seen = greatest(discovered.last_seen, excluded.last_seen), count = discovered.count + 1 RETURNING *',
-          [...keyValues, now.toISOString()],
-        )
-      ).rows[0]!;
+      // Replicas' clocks may differ slightly: last seen never moves backwards. An update
+      // first: an INSERT .. ON CONFLICT takes an identity value on every sighting, leaving
+      // gaps in the ids operators type (the insert's ON CONFLICT covers a concurrent insert).
+      const touch = "UPDATE discovered SET last_seen = greatest(last_seen, $5), count = count + 1, enrolled = '' WHERE mac = $1 AND uuid = $2 AND serial = $3 AND hostname = $4 RETURNING *";
+      const insert =
+        'INSERT INTO discovered (mac, uuid, serial, hostname, first_seen, last_seen, count) VALUES ($1, $2, $3, $4, $5, $5, 1) ' +
+        "ON CONFLICT (mac, uuid, serial, hostname) DO UPDATE SET last_seen = greatest(discovered.last_seen, excluded.last_seen), count = discovered.count + 1, enrolled = '' RETURNING *";
+      const values = [...keyValues, now.toISOString()];
+      const row = (await client.query<DiscoveredRow>(touch, values)).rows[0] ?? (await client.query<DiscoveredRow>(insert, values)).rows[0]!;
       return toDiscovered(row);
     });
   }
 
   /** @inheritdoc */
-  async listDiscovered(options: { limit?: number } = {}): Promise<DiscoveredMachine[]> {
+  async listDiscovered(options: DiscoveredListOptions = {}): Promise<DiscoveredMachine[]> {
     const limit = checkLimit(options.limit);
-    return (await this.pool.query<DiscoveredRow>('SELECT * FROM discovered ORDER BY last_seen DESC, mac, uuid, serial, hostname LIMIT $1', [limit])).rows.map(toDiscovered);
+    return (
+      await this.pool.query<DiscoveredRow>("SELECT * FROM discovered WHERE ($1 OR enrolled = '') ORDER BY last_seen DESC, mac, uuid, serial, hostname LIMIT $2", [options.includeEnrolled === true, limit])
+    ).rows.map(toDiscovered);
+  }
+
+  /** @inheritdoc */
+  async getDiscovered(id: string): Promise<DiscoveredMachine> {
+    const row = /^\d{1,15}$/.test(id) ? (await this.pool.query<DiscoveredRow>('SELECT * FROM discovered WHERE id = $1', [id])).rows[0] : undefined;
+    if (!row) throw new DiscoveredNotFoundError(id);
+    return toDiscovered(row);
+  }
+
+  /** @inheritdoc */
+  async deleteDiscovered(id: string): Promise<void> {
+    const deleted = /^\d{1,15}$/.test(id) ? ((await this.pool.query('DELETE FROM discovered WHERE id = $1', [id])).rowCount ?? 0) : 0;
+    if (deleted === 0) throw new DiscoveredNotFoundError(id);
   }
 
   /**

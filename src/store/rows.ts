@@ -3,6 +3,10 @@
  * the row shapes both schemas have and their mapping to the store's types.
  */
 import type { ResourceKind, StoredResource } from './resources.js';
+import { compareSelectors } from '../boot/match.js';
+import type { SelectorEntry } from './identity.js';
+import type { MachineSpec } from './resources.js';
+import type { LabelRequirement } from './selector.js';
 import type { DiscoveredMachine } from './store.js';
 
 /** A `resource_revisions` row. */
@@ -33,6 +37,10 @@ export interface DiscoveredRow {
   first_seen: string;
   last_seen: string;
   count: number;
+  /** Numeric in SQLite, BIGINT (text) in PostgreSQL. */
+  id: number | string;
+  /** The machine that matches it, '' until one does. */
+  enrolled: string;
 }
 
 /** The join of each existing resource with its current revision. */
@@ -60,7 +68,43 @@ export function toDiscovered(row: DiscoveredRow): DiscoveredMachine {
     firstSeen: row.first_seen,
     lastSeen: row.last_seen,
     count: row.count,
+    id: String(row.id),
+    ...(row.enrolled ? { enrolled: row.enrolled } : {}),
   };
+}
+
+/**
+ * The hardware values of a machine's selectors that a discovered entry can share (the
+ * normalised index entries of src/store/identity.ts), for the store's candidate query:
+ * entries sharing none of them cannot match the machine.
+ */
+export function enrolmentKeys(selectors: readonly SelectorEntry[]): { mac: string[]; uuid: string[]; serial: string[]; hostname: string[] } {
+  const out = { mac: [] as string[], uuid: [] as string[], serial: [] as string[], hostname: [] as string[] };
+  for (const e of selectors) if (e.selector !== 'label') out[e.selector].push(e.value);
+  return out;
+}
+
+/**
+ * The discovered entries (candidates sharing a hardware value) that `machine` matches
+ * by the boot-time rules (src/boot/match.ts `compareSelectors`: at least one selector
+ * agrees, none conflicts): had that hardware booted, this machine would have been its
+ * candidate. Their ids, for marking them enrolled.
+ */
+export function enrolledIds(machine: { name: string; spec: MachineSpec }, candidates: readonly DiscoveredRow[]): (number | string)[] {
+  return candidates
+    .filter((row) => {
+      const identity = {
+        ...(row.mac ? { mac: row.mac } : {}),
+        ...(row.uuid ? { uuid: row.uuid } : {}),
+        ...(row.serial ? { serial: row.serial } : {}),
+        ...(row.hostname ? { hostname: row.hostname } : {}),
+        labels: {},
+        ignored: [],
+      };
+      const c = compareSelectors(identity, machine);
+      return c.conflicts.length === 0 && c.matched.length > 0;
+    })
+    .map((row) => row.id);
 }
 
 /** Sorted copy of a label map, so stored JSON does not depend on the writer's key order. */
@@ -69,3 +113,20 @@ export const sortedLabels = (labels: Record<string, string> | undefined) =>
 
 /** Glob metacharacters in a migrations directory's own path, escaped for postgrator's glob. */
 export const globEscape = (path: string) => path.replace(/[*?[\]{}()!]/g, '[$&]');
+
+/**
+ * The SQL conditions of label requirements (src/store/selector.ts) on `r.name`, one
+ * indexed subquery on `resource_labels` each, with their parameters. Both stores share
+ * it; `param(value)` adds a parameter and answers its placeholder (`?` or `$n`).
+ */
+export function labelConditions(requirements: readonly LabelRequirement[], kind: string, param: (value: string) => string): string {
+  return requirements
+    .map((r) => {
+      const kindParam = param(kind);
+      const key = param(r.key);
+      const values = r.values.map((v) => param(v)).join(', ');
+      const having = `SELECT name FROM resource_labels WHERE kind = ${kindParam} AND key = ${key}${r.operator === 'in' || r.operator === 'notin' ? ` AND value IN (${values})` : ''}`;
+      return ` AND r.name ${r.operator === 'in' || r.operator === 'exists' ? 'IN' : 'NOT IN'} (${having})`;
+    })
+    .join('');
+}

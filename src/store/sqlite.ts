@@ -12,10 +12,11 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import Postgrator from 'postgrator';
-import { AlreadyExistsError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
+import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
 import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
 import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
-import { CURRENT_JOIN, type CurrentRow, type DiscoveredRow, globEscape, type RevisionRow, sortedLabels, toDiscovered, toResource } from './rows.js';
+import { CURRENT_JOIN, type CurrentRow, type DiscoveredRow, enrolledIds, enrolmentKeys, globEscape, labelConditions, type RevisionRow, sortedLabels, toDiscovered, toResource } from './rows.js';
+import { requirementsOf } from './selector.js';
 import {
   type AuditBounds,
   type AuditEntry,
@@ -24,10 +25,12 @@ import {
   checkLimit,
   decodeContinue,
   type DiscoveredBounds,
+  type DiscoveredListOptions,
   type DiscoveredMachine,
   encodeContinue,
   isRefusal,
   type ListOptions,
+  MAX_LIST_LIMIT,
   type ListPage,
   type MachineIdentity,
   type ResourceInput,
@@ -141,9 +144,13 @@ export class SqliteStore implements Store {
       audit: db.prepare<[string, number], Omit<AuditEntry, 'reason'> & { reason: string | null }>('SELECT id, machine, route, client, status, at, reason FROM audit WHERE machine = ? ORDER BY id DESC LIMIT ?'),
       expireClaims: db.prepare<[number]>('DELETE FROM claimed_urls WHERE expires_at <= ?'),
       claimUrl: db.prepare<[string, string, number]>('INSERT INTO claimed_urls (key, machine, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING'),
-      upsertDiscovered: db.prepare<[string, string, string, string, string, string], DiscoveredRow>(
-        'INSERT INTO discovered (mac, uuid, serial, hostname, first_seen, last_seen, count) VALUES (?, ?, ?, ?, ?, ?, 1) ' +
-          'ON CONFLICT (mac, uuid, serial, hostname) DO UPDATE SET last_seen = excluded.last_seen, count = count + 1 RETURNING *',
+      // An update, then an insert when nothing was updated: an INSERT .. ON CONFLICT would
+      // take an AUTOINCREMENT id on every sighting, leaving gaps in the ids operators type.
+      touchDiscovered: db.prepare<[string, string, string, string, string], DiscoveredRow>(
+        "UPDATE discovered SET last_seen = ?, count = count + 1, enrolled = '' WHERE mac = ? AND uuid = ? AND serial = ? AND hostname = ? RETURNING *",
+      ),
+      insertDiscovered: db.prepare<[string, string, string, string, string, string], DiscoveredRow>(
+        'INSERT INTO discovered (mac, uuid, serial, hostname, first_seen, last_seen, count) VALUES (?, ?, ?, ?, ?, ?, 1) RETURNING *',
       ),
       discoveredExists: db.prepare<[string, string, string, string], { one: number }>('SELECT 1 AS one FROM discovered WHERE mac = ? AND uuid = ? AND serial = ? AND hostname = ?'),
       discoveredCount: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM discovered'),
@@ -151,7 +158,10 @@ export class SqliteStore implements Store {
       expireRefusals: db.prepare<[string]>('DELETE FROM audit WHERE status >= 400 AND at < ?'),
       countRefusals: db.prepare<[number], { count: number }>('UPDATE audit_refusals SET count = count + ? WHERE id = 1 RETURNING count'),
       trimRefusals: db.prepare<[number]>('DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE status >= 400 ORDER BY id LIMIT ?)'),
-      listDiscovered: db.prepare<[number], DiscoveredRow>('SELECT * FROM discovered ORDER BY last_seen DESC, mac, uuid, serial, hostname LIMIT ?'),
+      listDiscovered: db.prepare<[number, number], DiscoveredRow>("SELECT * FROM discovered WHERE (? OR enrolled = '') ORDER BY last_seen DESC, mac, uuid, serial, hostname LIMIT ?"),
+      getDiscovered: db.prepare<[number], DiscoveredRow>('SELECT * FROM discovered WHERE id = ?'),
+      deleteDiscovered: db.prepare<[number]>('DELETE FROM discovered WHERE id = ?'),
+      enrol: db.prepare<[string, number]>('UPDATE discovered SET enrolled = ? WHERE id = ?'),
       ping: db.prepare('SELECT 1'),
     };
   }
@@ -199,7 +209,22 @@ export class SqliteStore implements Store {
       }
       s.deleteSelectors.run(name);
       for (const e of selectors) s.insertSelector.run(e.selector, e.value, name);
+      for (const id of enrolledIds({ name, spec: machine! }, this.enrolmentCandidates(selectors))) s.enrol.run(name, Number(id));
     }
+  }
+
+  /** Discovered entries sharing a hardware value with these selectors (indexed lookups). */
+  private enrolmentCandidates(selectors: SelectorEntry[]): DiscoveredRow[] {
+    const keys = enrolmentKeys(selectors);
+    const params: string[] = [];
+    const terms: string[] = [];
+    for (const field of ['mac', 'uuid', 'serial', 'hostname'] as const) {
+      if (keys[field].length === 0) continue;
+      terms.push(`(${field} <> '' AND ${field} IN (${keys[field].map(() => '?').join(', ')}))`);
+      params.push(...keys[field]);
+    }
+    if (terms.length === 0) return [];
+    return this.db.prepare<string[], DiscoveredRow>(`SELECT * FROM discovered WHERE ${terms.join(' OR ')} LIMIT ${MAX_LIST_LIMIT}`).all(...params);
   }
 
   private getOrThrow<K extends ResourceKind>(kind: K, name: string): StoredResource<SpecOf<K>> {
@@ -242,12 +267,12 @@ export class SqliteStore implements Store {
     return settle(() => {
       const limit = checkLimit(options.limit);
       const after = options.continue === undefined || options.continue === '' ? '' : decodeContinue(kind, options.continue);
-      const terms = Object.entries(options.labelSelector ?? {});
+      const params: (string | number)[] = [kind, after];
       const sql =
         `SELECT v.* ${CURRENT_JOIN} WHERE r.kind = ? AND r.name > ?` +
-        terms.map(() => ' AND r.name IN (SELECT name FROM resource_labels WHERE kind = ? AND key = ? AND value = ?)').join('') +
+        labelConditions(requirementsOf(options.labelSelector), kind, (value) => (params.push(value), '?')) +
         ' ORDER BY r.name LIMIT ?';
-      const params: (string | number)[] = [kind, after, ...terms.flatMap(([key, value]) => [kind, key, value]), limit + 1];
+      params.push(limit + 1);
       const rows = this.db.prepare<(string | number)[], RevisionRow>(sql).all(...params);
       const items = rows.slice(0, limit).map((row) => toResource<SpecOf<K>>(row));
       const last = items.at(-1);
@@ -389,15 +414,33 @@ export class SqliteStore implements Store {
           if (bounds.retentionSeconds) s.expireDiscovered.run(before(now, bounds.retentionSeconds));
           if (bounds.max !== undefined && !s.discoveredExists.get(key.mac, key.uuid, key.serial, key.hostname) && s.discoveredCount.get()!.n >= bounds.max) return undefined;
           const at = now.toISOString();
-          return toDiscovered(s.upsertDiscovered.get(key.mac, key.uuid, key.serial, key.hostname, at, at)!);
+          const row = s.touchDiscovered.get(at, key.mac, key.uuid, key.serial, key.hostname) ?? s.insertDiscovered.get(key.mac, key.uuid, key.serial, key.hostname, at, at)!;
+          return toDiscovered(row);
         })
         .immediate();
     });
   }
 
   /** @inheritdoc */
-  listDiscovered(options: { limit?: number } = {}): Promise<DiscoveredMachine[]> {
-    return settle(() => this.statements.listDiscovered.all(checkLimit(options.limit)).map(toDiscovered));
+  listDiscovered(options: DiscoveredListOptions = {}): Promise<DiscoveredMachine[]> {
+    return settle(() => this.statements.listDiscovered.all(options.includeEnrolled ? 1 : 0, checkLimit(options.limit)).map(toDiscovered));
+  }
+
+  /** @inheritdoc */
+  getDiscovered(id: string): Promise<DiscoveredMachine> {
+    return settle(() => {
+      const row = /^\d{1,15}$/.test(id) ? this.statements.getDiscovered.get(Number(id)) : undefined;
+      if (!row) throw new DiscoveredNotFoundError(id);
+      return toDiscovered(row);
+    });
+  }
+
+  /** @inheritdoc */
+  deleteDiscovered(id: string): Promise<void> {
+    return settle(() => {
+      const changes = /^\d{1,15}$/.test(id) ? this.statements.deleteDiscovered.run(Number(id)).changes : 0;
+      if (changes === 0) throw new DiscoveredNotFoundError(id);
+    });
   }
 
   /** @inheritdoc */

@@ -9,6 +9,7 @@
  */
 import { InvalidArgumentError } from './errors.js';
 import type { MachineIdentity } from './identity.js';
+import type { LabelRequirement } from './selector.js';
 import type { ClusterSpec, MachineSpec, ProfileSpec, ResourceKind, StoredResource } from './resources.js';
 
 export type { MachineIdentity } from './identity.js';
@@ -41,8 +42,11 @@ export interface ListOptions {
   limit?: number;
   /** The token a previous page returned: continue after its last item. */
   continue?: string;
-  /** Equality filter: every label given must be present with this value. */
-  labelSelector?: Record<string, string>;
+  /**
+   * Label filter, every requirement holding (src/store/selector.ts); an equality map
+   * (`{ env: 'prod' }`) is the same as `in` requirements of one value each.
+   */
+  labelSelector?: readonly LabelRequirement[] | Record<string, string>;
 }
 
 /** One page of a list, ordered by name (byte order). */
@@ -98,6 +102,8 @@ export interface AuditEntry extends Required<Omit<AuditInput, 'reason'>>, Pick<A
 
 /** A machine that booted but matched no registered machine. */
 export interface DiscoveredMachine {
+  /** The entry's id (decimal digits), for `DELETE /v1/discovered/{id}` and `bootwright enroll`; never reused. */
+  id: string;
   /** Lower-case colon form. */
   mac?: string;
   /** Lower case, hyphenated. */
@@ -110,6 +116,20 @@ export interface DiscoveredMachine {
   lastSeen: string;
   /** How many times it was seen. */
   count: number;
+  /**
+   * The machine that matches this identity (`compareSelectors` of src/boot/match.ts),
+   * set when that machine is created or replaced; cleared when the identity is seen
+   * again unmatched (the machine was deleted or changed).
+   */
+  enrolled?: string;
+}
+
+/** Options of {@link Store.listDiscovered}. */
+export interface DiscoveredListOptions {
+  /** At most this many (default 100, at most 1000). */
+  limit?: number;
+  /** List the entries a machine matches too (default: only those still to enrol). */
+  includeEnrolled?: boolean;
 }
 
 /**
@@ -125,7 +145,8 @@ export interface Store {
    * Create a resource at its next revision (1 for a new name).
    *
    * For machines, the revision records `refs`: the current revisions of the cluster and
-   * profile it names, and the selector index is updated.
+   * profile it names, the selector index is updated, and the discovered entries the
+   * machine matches are marked `enrolled` with its name (as on replace).
    *
    * @throws AlreadyExistsError when the name exists; MissingReferenceError when a
    *   machine names a missing cluster or profile; InvalidArgumentError for a machine
@@ -235,8 +256,14 @@ export interface Store {
    */
   recordDiscovered(identity: MachineIdentity, bounds?: DiscoveredBounds): Promise<DiscoveredMachine | undefined>;
 
-  /** Discovered machines, most recently seen first. @param options.limit default 100, at most 1000. */
-  listDiscovered(options?: { limit?: number }): Promise<DiscoveredMachine[]>;
+  /** Discovered machines, most recently seen first. @throws InvalidArgumentError naming `limit`. */
+  listDiscovered(options?: DiscoveredListOptions): Promise<DiscoveredMachine[]>;
+
+  /** One discovered machine. @throws DiscoveredNotFoundError (also for an id that is not decimal digits). */
+  getDiscovered(id: string): Promise<DiscoveredMachine>;
+
+  /** Dismiss a discovered machine (seen again, it comes back as a new entry). @throws DiscoveredNotFoundError */
+  deleteDiscovered(id: string): Promise<void>;
 
   /** Resolve when the store answers a trivial query (readiness). @throws when it does not. */
   ping(): Promise<void>;
@@ -289,46 +316,4 @@ export function decodeContinue(kind: ResourceKind, token: string): string {
     throw new InvalidArgumentError('continue', 'is not a token from a previous page of this list');
   }
   return v.a;
-}
-
-/** Caps on a label selector: its characters and its terms. */
-export interface LabelSelectorLimits {
-  maxChars: number;
-  maxTerms: number;
-}
-
-/** The configuration's defaults (`src/config.ts`). */
-export const DEFAULT_LABEL_SELECTOR_LIMITS: Readonly<LabelSelectorLimits> = { maxChars: 1024, maxTerms: 32 };
-
-/**
- * Parse a Kubernetes-style equality label selector: `key=value` or `key==value` terms
- * separated by commas (`app=web,tier=front`); spaces around terms are ignored.
- *
- * @param limits the longest selector (characters) and the most terms it may have
- *   (`BOOTWRIGHT_MAX_LABEL_SELECTOR_CHARS`, `BOOTWRIGHT_MAX_LABEL_SELECTOR_TERMS`), checked
- *   before any term is read: each term is a condition of the store's query.
- * @returns the required labels (an empty selector selects everything), in an object
- *   without a prototype, so a key such as `__proto__` is a label like any other.
- * @throws InvalidArgumentError naming `labelSelector` for a selector over a limit, a term
- *   without `=`, with an empty key, or repeating a key with another value.
- */
-export function parseLabelSelector(text: string, limits: LabelSelectorLimits = DEFAULT_LABEL_SELECTOR_LIMITS): Record<string, string> {
-  if (text.length > limits.maxChars) {
-    throw new InvalidArgumentError('labelSelector', `is ${text.length} characters long; the limit is ${limits.maxChars} (BOOTWRIGHT_MAX_LABEL_SELECTOR_CHARS)`);
-  }
-  const terms = text.split(',');
-  if (terms.length > limits.maxTerms) {
-    throw new InvalidArgumentError('labelSelector', `has ${terms.length} terms; the limit is ${limits.maxTerms} (BOOTWRIGHT_MAX_LABEL_SELECTOR_TERMS)`);
-  }
-  const out = Object.create(null) as Record<string, string>;
-  for (const raw of terms) {
-    const term = raw.trim();
-    if (term === '') continue;
-    const m = /^([^=!\s]+)\s*==?\s*(\S*)$/.exec(term);
-    if (!m) throw new InvalidArgumentError('labelSelector', 'must be key=value terms separated by commas (only equality is supported)');
-    const [, key, value] = m as unknown as [string, string, string];
-    if (Object.hasOwn(out, key) && out[key] !== value) throw new InvalidArgumentError('labelSelector', `asks for two values of "${key}"`);
-    out[key] = value;
-  }
-  return out;
 }

@@ -211,8 +211,8 @@ describe('validation', () => {
     assertProblem(await get('/v1/profiles?limit=0'), 400, [{ path: 'querystring.limit' }]);
     assertProblem(await get('/v1/profiles?limit=5000'), 400, [{ path: 'querystring.limit' }]);
     assertProblem(await get('/v1/profiles?continue=garbage'), 400, [{ path: 'continue' }]);
-    assertProblem(await get('/v1/profiles?labelSelector=env'), 400, [{ path: 'labelSelector' }]);
-    assertProblem(await get('/v1/profiles?labelSelector=env!%3Dprod'), 400, [{ path: 'labelSelector' }]);
+    assertProblem(await get('/v1/profiles?labelSelector=env%3D%3D%3Dprod'), 400, [{ path: 'labelSelector' }]);
+    assertProblem(await get('/v1/profiles?labelSelector=env%20in%20prod'), 400, [{ path: 'labelSelector' }]);
   });
 });
 
@@ -254,18 +254,41 @@ describe('machines: references', () => {
 describe('If-Match', () => {
   it('412 for a stale revision on PUT and DELETE; the current one, *, or a list holding it succeed', async () => {
     assert.equal((await send('post', '/v1/profiles', doc('Profile', 'im', workerProfile()))).status, 201);
-    assert.equal((await send('put', '/v1/profiles/im', doc('Profile', 'im', workerProfile()), { 'if-match': '"1"' })).headers.etag, '"2"');
-    const stale = await send('put', '/v1/profiles/im', doc('Profile', 'im', workerProfile()), { 'if-match': '"1"' });
+    // Each PUT changes the labels: a PUT that changes nothing writes no revision (below).
+    const im = (n: number) => doc('Profile', 'im', workerProfile(), { n: String(n) });
+    assert.equal((await send('put', '/v1/profiles/im', im(2), { 'if-match': '"1"' })).headers.etag, '"2"');
+    const stale = await send('put', '/v1/profiles/im', im(3), { 'if-match': '"1"' });
     assertProblem(stale, 412);
     assert.match(stale.body.detail, /revision 2, not 1/);
-    assertProblem(await send('put', '/v1/profiles/im', doc('Profile', 'im', workerProfile()), { 'if-match': 'W/"2"' }), 412);
-    assertProblem(await send('put', '/v1/profiles/im', doc('Profile', 'im', workerProfile()), { 'if-match': '"abc"' }), 412);
-    assert.equal((await send('put', '/v1/profiles/im', doc('Profile', 'im', workerProfile()), { 'if-match': '"7", "2"' })).headers.etag, '"3"');
-    assert.equal((await send('put', '/v1/profiles/im', doc('Profile', 'im', workerProfile()), { 'if-match': '*' })).headers.etag, '"4"');
+    assertProblem(await send('put', '/v1/profiles/im', im(3), { 'if-match': 'W/"2"' }), 412);
+    assertProblem(await send('put', '/v1/profiles/im', im(3), { 'if-match': '"abc"' }), 412);
+    assert.equal((await send('put', '/v1/profiles/im', im(3), { 'if-match': '"7", "2"' })).headers.etag, '"3"');
+    assert.equal((await send('put', '/v1/profiles/im', im(4), { 'if-match': '*' })).headers.etag, '"4"');
     assertProblem(await del('/v1/profiles/im', { 'if-match': '"3"' }), 412);
     assertProblem(await del('/v1/profiles/im', { 'if-match': '"1", "2"' }), 412);
     assert.equal((await get('/v1/profiles/im')).body.metadata.revision, 4);
     assert.equal((await del('/v1/profiles/im', { 'if-match': '"4"' })).status, 204);
+  });
+
+  it('a PUT that changes nothing writes no revision (as a Kubernetes no-op update); a machine re-pins when its profile moved on', async () => {
+    assert.equal((await send('post', '/v1/profiles', doc('Profile', 'noop', workerProfile(), { a: 'b' }))).status, 201);
+    const same = await send('put', '/v1/profiles/noop', doc('Profile', 'noop', workerProfile(), { a: 'b' }), { 'if-match': '"1"' });
+    assert.equal(same.status, 200, same.text);
+    assert.equal(same.headers.etag, '"1"');
+    assert.equal(same.body.metadata.revision, 1);
+    // The secret sent back as "<redacted>" is the stored one: still nothing changes.
+    const redacted = workerProfile();
+    (redacted.provisioning.users[0] as { passwd: string }).passwd = '<redacted>';
+    assert.equal((await send('put', '/v1/profiles/noop', doc('Profile', 'noop', redacted, { a: 'b' }))).headers.etag, '"1"');
+    assertProblem(await send('put', '/v1/profiles/noop', doc('Profile', 'noop', workerProfile(), { a: 'b' }), { 'if-match': '"9"' }), 412);
+    assert.equal((await get('/v1/profiles/noop/revisions')).body.items.length, 1);
+    assert.equal((await send('post', '/v1/machines', machineDoc('noop-m', { profile: 'noop' }))).status, 201);
+    assert.equal((await send('put', '/v1/machines/noop-m', machineDoc('noop-m', { profile: 'noop' }))).headers.etag, '"1"');
+    assert.equal((await send('put', '/v1/profiles/noop', doc('Profile', 'noop', workerProfile(), { a: 'c' }))).headers.etag, '"2"');
+    const repinned = await send('put', '/v1/machines/noop-m', machineDoc('noop-m', { profile: 'noop' }));
+    assert.equal(repinned.headers.etag, '"2"', 'the same spec re-pins the profile revision that moved on');
+    assert.equal((await del('/v1/machines/noop-m')).status, 204);
+    assert.equal((await del('/v1/profiles/noop')).status, 204);
   });
 
   it('concurrent PUTs with the same If-Match: exactly one wins', async () => {

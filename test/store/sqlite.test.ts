@@ -3,9 +3,9 @@
  * directory; plus what only SQLite has: the file, WAL mode, migrations, the query plans.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import type { MachineSpec } from '../../src/store/resources.js';
@@ -39,9 +39,33 @@ describe('SQLite store specifics', () => {
     const db = new Database(path, { readonly: true });
     try {
       assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
-      assert.deepEqual(db.prepare('SELECT version, name FROM schema_version WHERE version > 0').all(), [{ version: 1, name: 'inventory' }, { version: 2, name: 'bounded-unauthenticated' }, { version: 3, name: 'transport-security' }]);
+      assert.deepEqual(db.prepare('SELECT version, name FROM schema_version WHERE version > 0').all(), [{ version: 1, name: 'inventory' }, { version: 2, name: 'bounded-unauthenticated' }, { version: 3, name: 'transport-security' }, { version: 4, name: 'discovered-enrolled' }]);
     } finally {
       db.close();
+    }
+  });
+
+  it('migration 004 keeps the discovered rows of a schema-2 inventory, numbered in the order first seen', async () => {
+    const path = newPath();
+    mkdirSync(dirname(path), { recursive: true });
+    const db = new Database(path);
+    // Schema 2 as postgrator leaves it: the two migrations applied and recorded.
+    db.exec(readFileSync(new URL('../../src/store/migrations/sqlite/001.do.inventory.sql', import.meta.url), 'utf8'));
+    db.exec(readFileSync(new URL('../../src/store/migrations/sqlite/002.do.bounded-unauthenticated.sql', import.meta.url), 'utf8'));
+    db.exec("CREATE TABLE schema_version (version BIGINT PRIMARY KEY, name TEXT, md5 TEXT, run_at TEXT); INSERT INTO schema_version (version, name, md5, run_at) VALUES (0, '', '', ''), (1, 'inventory', '', ''), (2, 'bounded-unauthenticated', '', '')");
+    db.prepare("INSERT INTO discovered VALUES ('52:54:00:00:00:02', '', '', 'b', '2026-01-02T00:00:00.000Z', '2026-01-02T00:00:00.000Z', 3)").run();
+    db.prepare("INSERT INTO discovered VALUES ('52:54:00:00:00:01', '', '', 'a', '2026-01-01T00:00:00.000Z', '2026-01-03T00:00:00.000Z', 1)").run();
+    db.close();
+    const store = await openSqliteStore(path);
+    try {
+      assert.deepEqual(
+        (await store.listDiscovered()).map((d) => [d.id, d.mac, d.count]),
+        [['1', '52:54:00:00:00:01', 1], ['2', '52:54:00:00:00:02', 3]],
+      );
+      assert.equal((await store.recordDiscovered({ mac: '52:54:00:00:00:02', hostname: 'b' }))?.count, 4, 'the unique identity still upserts');
+      assert.equal((await store.recordDiscovered({ mac: '52:54:00:00:00:03' }))?.id, '3');
+    } finally {
+      await store.close();
     }
   });
 

@@ -7,8 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AlreadyExistsError, DuplicateSelectorError, InvalidArgumentError, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from '../../src/store/errors.js';
+import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, InvalidArgumentError, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from '../../src/store/errors.js';
 import type { ClusterSpec, MachineSpec, ProfileSpec } from '../../src/store/resources.js';
+import { selects } from '../../src/store/selector.js';
 import type { Store } from '../../src/store/store.js';
 
 const TOKEN = 'abcdef.0123456789abcdef';
@@ -273,6 +274,33 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
         assert.ok((await names({ env: 'dev' })).includes('p-00'));
       }));
 
+      it('set-based requirements select exactly what selects() says, on random labels and selectors', using(makeStore, async (store) => {
+        const keys = ['env', 'tier', 'example.com/rack'];
+        const values = ['a', 'b', 'c'];
+        const rng = (() => {
+          let x = 0x2545f491;
+          return () => ((x = (x * 1103515245 + 12345) >>> 0) >>> 8) / 0x1000000;
+        })();
+        const pick = <T,>(xs: T[]) => xs[Math.floor(rng() * xs.length)]!;
+        const labelsOf: Record<string, Record<string, string>> = {};
+        for (let i = 0; i < 20; i++) {
+          const labels: Record<string, string> = {};
+          for (const k of keys) if (rng() < 0.6) labels[k] = pick(values);
+          labelsOf[`q-${String(i).padStart(2, '0')}`] = labels;
+          await store.create('Profile', { name: `q-${String(i).padStart(2, '0')}`, labels, spec: profile() });
+        }
+        const operators = ['in', 'notin', 'exists', '!'] as const;
+        for (let round = 0; round < 60; round++) {
+          const requirements = Array.from({ length: 1 + Math.floor(rng() * 3) }, () => {
+            const operator = pick([...operators]);
+            return { key: pick(keys), operator, values: operator === 'in' || operator === 'notin' ? [...new Set([pick(values), pick(values)])].sort() : [] };
+          });
+          const got = (await store.list('Profile', { labelSelector: requirements })).items.map((r) => r.name);
+          const want = Object.keys(labelsOf).filter((n) => selects(requirements, labelsOf[n]!));
+          assert.deepEqual(got, want, JSON.stringify(requirements));
+        }
+      }));
+
       it('lists only the kind asked for', using(makeStore, async (store) => {
         await store.create('Machine', { name: 'node-1', spec: machine() });
         assert.deepEqual((await store.list('Machine')).items.map((r) => [r.name, r.refs]), [['node-1', { clusterRevision: 1, profileRevision: 1 }]]);
@@ -353,11 +381,13 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
     describe('discovered machines', () => {
       it('upserts on the normalised identity, keeping first seen and moving last seen', using(makeStore, async (store) => {
         const first = (await store.recordDiscovered({ mac: 'AA-BB-CC-DD-EE-01', uuid: '4C4C4544-0042-3510-8052-B4C04F4E3232', serial: 'SN 42/A&B' }))!;
-        assert.deepEqual({ ...first, firstSeen: '', lastSeen: '' }, { mac: 'aa:bb:cc:dd:ee:01', uuid: '4c4c4544-0042-3510-8052-b4c04f4e3232', serial: 'SN 42/A&B', firstSeen: '', lastSeen: '', count: 1 });
+        assert.match(first.id, /^\d+$/);
+        assert.deepEqual({ ...first, firstSeen: '', lastSeen: '' }, { id: first.id, mac: 'aa:bb:cc:dd:ee:01', uuid: '4c4c4544-0042-3510-8052-b4c04f4e3232', serial: 'SN 42/A&B', firstSeen: '', lastSeen: '', count: 1 });
         assert.equal(first.firstSeen, first.lastSeen);
         await sleep(5);
         const again = (await store.recordDiscovered({ mac: 'aabb.ccdd.ee01', uuid: '4c4c45440042351080 52b4c04f4e3232'.replace(' ', ''), serial: 'SN 42/A&B' }))!;
         assert.equal(again.count, 2);
+        assert.equal(again.id, first.id, 'the id stays with the identity');
         assert.equal(again.firstSeen, first.firstSeen);
         assert.ok(again.lastSeen > first.lastSeen);
         await sleep(5);
@@ -386,6 +416,39 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
         await sleep(1100);
         await store.recordDiscovered({ mac: '52:54:00:00:00:02' }, { retentionSeconds: 1 });
         assert.deepEqual((await store.listDiscovered()).map((d) => d.mac), ['52:54:00:00:00:02']);
+      }));
+
+      it('a machine matching an entry (no selector conflicting) marks it enrolled; seen again unmatched clears it', using(makeStore, async (store) => {
+        const byMac = (await store.recordDiscovered({ mac: '52:54:00:00:e0:01', hostname: 'n1' }))!;
+        const byUuid = (await store.recordDiscovered({ uuid: '4c4c4544-0042-3510-8052-b4c04f4e3201' }))!;
+        const conflicting = (await store.recordDiscovered({ mac: '52:54:00:00:e0:01', hostname: 'somewhere-else' }))!;
+        const unrelated = (await store.recordDiscovered({ serial: 'SN-1' }))!;
+        await store.create('Machine', { name: 'n1', spec: machine({}, { mac: ['52-54-00-00-E0-01'], uuid: '4C4C4544-0042-3510-8052-B4C04F4E3201', hostname: 'N1' }) });
+        assert.deepEqual((await store.listDiscovered()).map((d) => d.id).sort(), [conflicting.id, unrelated.id].sort());
+        const all = await store.listDiscovered({ includeEnrolled: true });
+        assert.deepEqual(Object.fromEntries(all.map((d) => [d.id, d.enrolled ?? ''])), { [byMac.id]: 'n1', [byUuid.id]: 'n1', [conflicting.id]: '', [unrelated.id]: '' });
+        assert.equal((await store.getDiscovered(byMac.id)).enrolled, 'n1');
+        // A replace matching the serial marks that one too.
+        await store.replace('Machine', { name: 'n1', spec: machine({}, { mac: ['52-54-00-00-E0-01'], serial: 'SN-1' }) });
+        assert.equal((await store.getDiscovered(unrelated.id)).enrolled, 'n1');
+        await store.delete('Machine', 'n1');
+        const seen = (await store.recordDiscovered({ mac: '52:54:00:00:e0:01', hostname: 'n1' }))!;
+        assert.equal(seen.id, byMac.id);
+        assert.equal(seen.enrolled, undefined);
+      }, true));
+
+      it('getDiscovered and deleteDiscovered by id; an unknown or malformed id is DiscoveredNotFoundError; ids are never reused', using(makeStore, async (store) => {
+        const a = (await store.recordDiscovered({ mac: '52:54:00:00:d0:01' }))!;
+        const b = (await store.recordDiscovered({ mac: '52:54:00:00:d0:02' }))!;
+        assert.deepEqual(await store.getDiscovered(a.id), a);
+        await store.deleteDiscovered(b.id);
+        await assert.rejects(store.getDiscovered(b.id), DiscoveredNotFoundError);
+        await assert.rejects(store.deleteDiscovered(b.id), DiscoveredNotFoundError);
+        await assert.rejects(store.deleteDiscovered('x1'), DiscoveredNotFoundError);
+        await assert.rejects(store.getDiscovered('99999999999999999999'), DiscoveredNotFoundError);
+        const c = (await store.recordDiscovered({ mac: '52:54:00:00:d0:02' }))!;
+        assert.ok(Number(c.id) > Number(b.id), `${c.id} > ${b.id}`);
+        assert.deepEqual((await store.listDiscovered()).map((d) => d.mac).sort(), ['52:54:00:00:d0:01', '52:54:00:00:d0:02']);
       }));
 
       it('refuses an unparseable MAC or UUID, or no identity at all', using(makeStore, async (store) => {

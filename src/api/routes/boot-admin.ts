@@ -7,7 +7,8 @@ import { z } from 'zod';
 import { resourceName } from '../../store/resources.js';
 import { MAX_LIST_LIMIT } from '../../store/store.js';
 import type { ServiceContext } from '../server.js';
-import { problemResponses } from './resources.js';
+import { json, problemResponses } from './resources.js';
+import { yamlResponses } from '../yaml-response.js';
 
 const limitQuery = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).optional().describe(`at most this many rows, 1 to ${MAX_LIST_LIMIT} (default 100)`),
@@ -37,12 +38,15 @@ const discoveredSchema = z
     firstSeen: z.string().describe('ISO 8601 UTC'),
     lastSeen: z.string().describe('ISO 8601 UTC'),
     count: z.int().describe('how many times it was seen'),
+    id: z.string().describe('the entry\'s id, for DELETE /v1/discovered/{id} and `bootwright enroll`'),
+    enrolled: z.string().optional().describe('the machine that matches this identity, once one is created or replaced; listed only with ?enrolled=true'),
   })
   .meta({ id: 'DiscoveredMachine' });
 
-const json = <S extends z.ZodType>(description: string, schema: S) => ({ description, content: { 'application/json': { schema } } });
+
 
 export const bootAdminRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
+  yamlResponses(app);
   const common = { tags: ['inventory'], security: [{ bearer: [] }] };
 
   app.get(
@@ -77,14 +81,57 @@ export const bootAdminRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, c
         operationId: 'listDiscoveredMachines',
         summary: 'Machines that booted without matching a registration',
         description: 'Each distinct identity (MAC, UUID, serial, host name) seen at GET /ipxe that matched no machine, most recently seen first: enrol them as machines.',
-        querystring: limitQuery,
+        querystring: limitQuery.extend({
+          enrolled: z.enum(['true', 'false']).optional().describe('`true` lists the entries a machine already matches too (with `enrolled` naming it); default `false`'),
+        }),
         response: { 200: json('Discovered machines, most recently seen first', z.object({ items: z.array(discoveredSchema) })), ...problemResponses(400, 401, 403, 429, 503) },
       },
     },
     async (request, reply) => {
-      const items = await ctx.store.listDiscovered({ limit: request.query.limit ?? 100 });
+      const items = await ctx.store.listDiscovered({ limit: request.query.limit ?? 100, includeEnrolled: request.query.enrolled === 'true' });
       void reply.header('cache-control', 'no-store');
       return { items };
+    },
+  );
+
+  const idParams = z.object({ id: z.string().regex(/^\d{1,15}$/, 'must be the decimal id of a discovered machine').describe('the id of the discovered machine') });
+
+  app.get(
+    '/v1/discovered/:id',
+    {
+      config: { scope: 'read' },
+      schema: {
+        ...common,
+        operationId: 'getDiscoveredMachine',
+        summary: 'Read a discovered machine',
+        description: 'One entry of GET /v1/discovered, enrolled or not.',
+        params: idParams,
+        response: { 200: json('The discovered machine', discoveredSchema), ...problemResponses(400, 401, 403, 404, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const item = await ctx.store.getDiscovered(request.params.id);
+      void reply.header('cache-control', 'no-store');
+      return item;
+    },
+  );
+
+  app.delete(
+    '/v1/discovered/:id',
+    {
+      config: { scope: 'write' },
+      schema: {
+        ...common,
+        operationId: 'deleteDiscoveredMachine',
+        summary: 'Dismiss a discovered machine',
+        description: 'Removes the entry. The same hardware booting again unmatched is recorded again, as a new entry with a new id.',
+        params: idParams,
+        response: { 204: z.undefined().describe('Deleted'), ...problemResponses(400, 401, 403, 404, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      await ctx.store.deleteDiscovered(request.params.id);
+      return reply.code(204).send();
     },
   );
 

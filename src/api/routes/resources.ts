@@ -13,6 +13,7 @@
  * Routes only translate HTTP to store calls; errors become problems in server.ts.
  */
 import type { FastifyContextConfig } from 'fastify';
+import stringify from 'safe-stable-stringify';
 import { type FastifyPluginCallbackZod, validatorCompiler } from 'fastify-type-provider-zod';
 import { type ZodType, z } from 'zod';
 import { type FieldProblem, RequestError } from '../../errors.js';
@@ -20,12 +21,14 @@ import { zodProblems } from '../../request/parse.js';
 import { jsonSafeSpec, LIST_DOCUMENTS, READ_DOCUMENTS, restoreSecrets, REVISION_LIST_DOCUMENTS, toReadDocument, WRITE_DOCUMENTS } from '../../store/documents.js';
 import { PreconditionFailedError } from '../../store/errors.js';
 import { RESOURCE_API_VERSION, RESOURCE_KINDS, resourceName, type ResourceKind, type StoredResource } from '../../store/resources.js';
-import { MAX_LIST_LIMIT, parseLabelSelector, type ResourceInput, type SpecOf } from '../../store/store.js';
+import { MAX_LIST_LIMIT, type ResourceInput, type SpecOf } from '../../store/store.js';
+import { parseLabelSelector } from '../../store/selector.js';
 import { checkWrite, type WriteCheckContext } from '../../store/writecheck.js';
 import type { FastifyRequest } from 'fastify';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import type { ServiceContext } from '../server.js';
 import { noneMatch } from '../deliver.js';
+import { YAML_MEDIA_TYPE, yamlResponses } from '../yaml-response.js';
 
 const problemContent = { content: { [PROBLEM_MEDIA_TYPE]: { schema: problemSchema } } };
 
@@ -62,8 +65,11 @@ const MACHINE_WRITE = {
   scopeReason: "a machine's signed firmware URLs serve its cluster's secrets to whoever presents its selectors, so writing one needs the render scope that may obtain them",
 };
 
-/** A JSON response with a description, its schema kept as a named component. */
-const json = <S extends ZodType>(description: string, schema: S) => ({ description, content: { 'application/json': { schema } } });
+/**
+ * A document response with a description, its schema kept as a named component: JSON,
+ * or YAML when Accept prefers it (src/api/yaml-response.ts).
+ */
+export const json = <S extends ZodType>(description: string, schema: S) => ({ description, content: { 'application/json': { schema }, [YAML_MEDIA_TYPE]: { schema } } });
 
 /** An entity tag for a revision: the number in quotes (RFC 9110 §8.8.3). */
 export const revisionEtag = (revision: number) => `"${revision}"`;
@@ -134,6 +140,23 @@ function writeCheckContext(ctx: ServiceContext, request: FastifyRequest): WriteC
   return { store: ctx.store, maxMachines: ctx.config.writeCheckMaxMachines, baseUrl: ctx.signing.baseUrl(request), signingKey: ctx.signing.key(), signedUrlSeconds: ctx.signing.lifetimeSeconds };
 }
 
+/**
+ * Whether a replace would write what is already current: the same labels and spec
+ * (compared as canonical JSON, after defaults and restored secrets) and, for a machine,
+ * pins that are still the current cluster and profile revisions (a replace re-pins them).
+ * Such a replace writes nothing, as the Kubernetes API server skips a no-op update
+ * without changing `resourceVersion`.
+ */
+async function unchanged<K extends ResourceKind>(ctx: ServiceContext, kind: K, input: ResourceInput<SpecOf<K>>, current: StoredResource<SpecOf<K>>): Promise<boolean> {
+  if (stringify(input.labels ?? {}) !== stringify(current.labels) || stringify(input.spec) !== stringify(current.spec)) return false;
+  if (kind !== 'Machine') return true;
+  const spec = input.spec as SpecOf<'Machine'>;
+  const refs = current.refs;
+  if (!refs) return false;
+  const [cluster, profile] = await Promise.all([ctx.store.get('Cluster', spec.cluster).catch(() => undefined), ctx.store.get('Profile', spec.profile).catch(() => undefined)]);
+  return cluster?.revision === refs.clusterRevision && profile?.revision === refs.profileRevision;
+}
+
 const nameParams = z.object({ name: resourceName.describe('the resource name (a DNS-1123 label)') });
 
 /** Register the routes of one kind (generic so each kind keeps its own document types). */
@@ -188,7 +211,7 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
         querystring: z.object({
           limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).optional().describe(`items per page, 1 to ${MAX_LIST_LIMIT} (default 100)`),
           continue: z.string().optional().describe('the continue token of the previous page'),
-          labelSelector: z.string().optional().describe('equality terms key=value separated by commas; every term must match'),
+          labelSelector: z.string().optional().describe('Kubernetes label selector, every requirement holding: `key=value`, `key!=value`, `key in (a,b)`, `key notin (a,b)`, `key`, `!key`, separated by commas'),
         }),
         response: { 200: json(`A page of ${collection}`, LIST_DOCUMENTS[kind]), ...problemResponses(400, 401, 403, 429, 503) },
       },
@@ -243,7 +266,10 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
         summary: `Replace a ${one}`,
         description:
           'Replaces labels and spec, raising the revision by one. With `If-Match: "<revision>"` only when that is still current (else 412). ' +
-          'A secret sent as "<redacted>" keeps the stored value.' +
+          'A secret sent as "<redacted>" keeps the stored value. ' +
+          'A document that changes nothing (the same labels and spec' +
+          (kind === 'Machine' ? ', with the cluster and profile revisions it pins still current' : '') +
+          ') writes no revision and answers the current one, as the Kubernetes API does for a no-op update.' +
           (kind === 'Machine' ? ' The machine then pins the current cluster and profile revisions.' : '') +
           writeScopes,
         consumes: ['application/json', 'application/yaml'],
@@ -262,6 +288,10 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
       if (input.name !== name) throw new RequestError([{ path: 'metadata.name', message: `must be "${name}", the name in the path (resources cannot be renamed)` }]);
       // Secrets put back from `current` must not land on top of a newer revision.
       if (restored) ifMatch = current.revision;
+      if (await unchanged(ctx, kind, input, current)) {
+        void reply.header('etag', revisionEtag(current.revision)).header('cache-control', 'no-store');
+        return toReadDocument(current);
+      }
       await checkWrite(kind, input, writeCheckContext(ctx, request));
       const updated = await store.replace(kind, input, ifMatch !== undefined ? { ifMatch } : {});
       void reply.header('etag', revisionEtag(updated.revision)).header('cache-control', 'no-store');
@@ -319,6 +349,7 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
 
 /** The inventory routes (scopes: `read` for GET, `write` for POST, PUT and DELETE; `write` and `render` to create or replace a machine). */
 export const resourceRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
+  yamlResponses(app);
   // Bodies are validated in the handler (readWrite), after secrets are put back and with
   // the NodeBootstrap's field paths; the body schema still documents them in OpenAPI.
   app.setValidatorCompiler<ZodType>((route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route)));

@@ -1,0 +1,127 @@
+/**
+ * What the inventory commands know of each kind: the names a user may type for it
+ * (`machine`, `machines`, as kubectl takes singular and plural), its collection under
+ * /v1, and the columns `get` prints; plus kubectl's table layout and ages.
+ */
+import { RESOURCE_KINDS, type ResourceKind } from '../../store/resources.js';
+import { UsageError } from '../commands.js';
+
+/** A resource document as the service answers it (the fields the CLI reads). */
+export interface ResourceDocument {
+  apiVersion: string;
+  kind: ResourceKind;
+  metadata: { name: string; labels?: Record<string, string>; revision: number; createdAt: string; updatedAt: string };
+  spec: Record<string, unknown>;
+  status?: Record<string, unknown>;
+}
+
+/** A discovered machine as `GET /v1/discovered` answers it. */
+export interface DiscoveredDocument {
+  id: string;
+  mac?: string;
+  uuid?: string;
+  serial?: string;
+  hostname?: string;
+  firstSeen: string;
+  lastSeen: string;
+  count: number;
+  enrolled?: string;
+}
+
+/** A kind the commands take: a resource kind, or the discovered machines. */
+export type CliKind = ResourceKind | 'Discovered';
+
+/** The names each kind answers to on the command line. */
+const NAMES: Record<string, CliKind> = {
+  cluster: 'Cluster',
+  clusters: 'Cluster',
+  profile: 'Profile',
+  profiles: 'Profile',
+  machine: 'Machine',
+  machines: 'Machine',
+  discovered: 'Discovered',
+};
+
+/** Every kind name, for help and errors. */
+export const KIND_NAMES = 'clusters|profiles|machines|discovered';
+
+/** The kind a name means. @throws UsageError naming the accepted names. */
+export function kindOf(name: string | undefined, command: string): CliKind {
+  if (name === undefined) throw new UsageError(`a KIND is required: ${KIND_NAMES}`, command);
+  const kind = NAMES[name.toLowerCase()];
+  if (!kind) throw new UsageError(`unknown kind "${name}": use ${KIND_NAMES}`, command);
+  return kind;
+}
+
+/** The collection path segment of a kind (`machines`, `discovered`). */
+export const collectionOf = (kind: CliKind): string => (kind === 'Discovered' ? 'discovered' : RESOURCE_KINDS[kind]);
+
+/** `kind/name` as kubectl prints it (`machine/node-1`). */
+export const ref = (kind: CliKind, name: string): string => `${kind.toLowerCase()}/${name}`;
+
+/**
+ * A duration as kubectl's `HumanDuration` prints ages (k8s.io/apimachinery duration.go):
+ * seconds below 2 minutes, minutes below 3 hours (with seconds below 10), hours below
+ * 2 days (with minutes below 8 hours), days below 2 years (with hours below 8 days).
+ */
+export function age(fromIso: string, now: Date = new Date()): string {
+  const s = Math.max(0, Math.floor((now.getTime() - Date.parse(fromIso)) / 1000));
+  if (!Number.isFinite(s)) return '<unknown>';
+  if (s < 120) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 10) return s % 60 === 0 ? `${m}m` : `${m}m${s % 60}s`;
+  if (m < 180) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 8) return m % 60 === 0 ? `${h}h` : `${h}h${m % 60}m`;
+  if (h < 48) return `${h}h`;
+  const d = Math.floor(h / 24);
+  if (d < 8) return h % 24 === 0 ? `${d}d` : `${d}d${h % 24}h`;
+  if (d < 730) return `${d}d`;
+  return `${Math.floor(d / 365)}y`;
+}
+
+/** Lines of a table: columns left-aligned, three spaces apart (kubectl's tabwriter padding). */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('   ').trimEnd();
+  return [line(header), ...rows.map(line)].join('\n') + '\n';
+}
+
+/** `<none>` for an absent value, as kubectl prints one. */
+export const orNone = (v: unknown): string => (v === undefined || v === null || v === '' ? '<none>' : typeof v === 'string' ? v : JSON.stringify(v));
+
+/** A machine's phase as the service reports it (`status.phase`), `<none>` when it reports none. */
+export const phaseOf = (doc: ResourceDocument): string => orNone(doc.status?.phase);
+
+/** The header and a row of `get`'s table for a kind. */
+export function columns(kind: CliKind, now: Date = new Date()): { header: string[]; row: (item: never) => string[] } {
+  switch (kind) {
+    case 'Cluster':
+      return {
+        header: ['NAME', 'ENDPOINT', 'REVISION', 'AGE'],
+        row: (c: ResourceDocument) => [c.metadata.name, orNone(c.spec.controlPlaneEndpoint), String(c.metadata.revision), age(c.metadata.createdAt, now)],
+      };
+    case 'Profile':
+      return {
+        header: ['NAME', 'ROLE', 'VERSION', 'FORMAT', 'REVISION', 'AGE'],
+        row: (p: ResourceDocument) => [
+          p.metadata.name,
+          orNone(p.spec.role),
+          orNone(p.spec.kubernetesVersion),
+          orNone((p.spec.output as { format?: string } | undefined)?.format),
+          String(p.metadata.revision),
+          age(p.metadata.createdAt, now),
+        ],
+      };
+    case 'Machine':
+      return {
+        header: ['NAME', 'CLUSTER', 'PROFILE', 'PHASE', 'REVISION', 'AGE'],
+        row: (m: ResourceDocument) => [m.metadata.name, orNone(m.spec.cluster), orNone(m.spec.profile), phaseOf(m), String(m.metadata.revision), age(m.metadata.createdAt, now)],
+      };
+    default:
+      return {
+        header: ['ID', 'MAC', 'UUID', 'SERIAL', 'HOSTNAME', 'SEEN', 'LAST SEEN', 'ENROLLED'],
+        row: (d: DiscoveredDocument) => [d.id, orNone(d.mac), orNone(d.uuid), orNone(d.serial), orNone(d.hostname), String(d.count), age(d.lastSeen, now), orNone(d.enrolled)],
+      };
+  }
+}

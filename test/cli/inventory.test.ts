@@ -1,0 +1,255 @@
+/**
+ * The inventory commands against a real `bootwright serve` process (a child process on
+ * a loopback port, its own data directory and tokens): apply (examples/inventory/,
+ * created, unchanged, configured, standard input, refusals), get in every output
+ * format, label selectors, delete, enroll of a machine the service discovered at
+ * /ipxe, describe and status. Most runs call the CLI's `main` in this process (output
+ * captured); the exit codes and standard input are checked on the CLI as a process too.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { load } from 'js-yaml';
+import { main } from '../../src/cli.js';
+import { startProcess, type ServeProcess } from '../support/process.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const ADMIN = 'cli-admin-token-0123456789abcdef';
+const READER = 'cli-read-token-0123456789abcdef';
+const dir = mkdtempSync(join(tmpdir(), 'bootwright-cli-inventory-'));
+let serve: ServeProcess;
+let server: string;
+
+before(async () => {
+  serve = startProcess({
+    BOOTWRIGHT_DATA_DIR: dir,
+    BOOTWRIGHT_TOKENS: JSON.stringify([
+      { name: 'admin', token: ADMIN, scopes: ['admin'] },
+      { name: 'reader', token: READER, scopes: ['read'] },
+    ]),
+    BOOTWRIGHT_PUBLIC_URL: 'http://192.168.10.5:8080',
+    // Two cores shared with other tests: shedding (its own test) would answer 503 here.
+    BOOTWRIGHT_MAX_EVENT_LOOP_DELAY_MS: '0',
+  });
+  server = `http://127.0.0.1:${await serve.port}`;
+});
+after(async () => {
+  serve.child.kill('SIGTERM');
+  await serve.exited;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Run the CLI in this process with the connection flags (`token` '' for none); its exit code and output. */
+async function cli(args: string[], token = ADMIN) {
+  const out = new PassThrough();
+  const err = new PassThrough();
+  let stdout = '';
+  let stderr = '';
+  out.on('data', (d: Buffer) => (stdout += d.toString()));
+  err.on('data', (d: Buffer) => (stderr += d.toString()));
+  const code = await main([...args, '--server', server, ...(token ? ['--token', token] : [])], out, err);
+  return { code, stdout, stderr };
+}
+
+/** Run the CLI as a process (tsx from source), `input` on its standard input. */
+function cliProcess(args: string[], env: Record<string, string>, input = '') {
+  const r = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), join(ROOT, 'src/cli.ts'), ...args], {
+    encoding: 'utf8',
+    input,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
+    timeout: 60_000,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('bootwright apply', () => {
+  it('-R -f examples/inventory/ creates clusters, then profiles, then machines; again, every one is unchanged', async () => {
+    const first = await cli(['apply', '-R', '-f', join(ROOT, 'examples/inventory')]);
+    assert.equal(first.code, 0, first.stderr);
+    assert.equal(
+      first.stdout,
+      ['cluster/prod created', 'profile/flatcar-worker created', 'profile/ubuntu-worker created', 'machine/rack1-n1 created', 'machine/rack1-n2 created', ''].join('\n'),
+    );
+    const again = await cli(['apply', '-R', '-f', join(ROOT, 'examples/inventory')]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(again.stdout, ['cluster/prod unchanged', 'profile/flatcar-worker unchanged', 'profile/ubuntu-worker unchanged', 'machine/rack1-n1 unchanged', 'machine/rack1-n2 unchanged', ''].join('\n'));
+    // The service wrote no second revision.
+    const revisions = (await (await fetch(`${server}/v1/clusters/prod/revisions`, { headers: { authorization: `Bearer ${READER}` } })).json()) as { items: unknown[] };
+    assert.equal(revisions.items.length, 1);
+  });
+
+  it('without -R a directory whose manifests are all in subdirectories is refused naming -R (exit 2, nothing sent)', async () => {
+    const top = mkdtempSync(join(dir, 'nested-'));
+    mkdirSync(join(top, 'sub'));
+    writeFileSync(join(top, 'README'), 'not a manifest');
+    writeFileSync(join(top, 'sub', 'cluster.yaml'), 'apiVersion: bootwright.dev/v1alpha1\nkind: Cluster\nmetadata: {name: nested}\nspec: {name: nested}\n');
+    const refused = await cli(['apply', '-f', top]);
+    assert.equal(refused.code, 2);
+    assert.equal(refused.stderr, `${top}: has no .yaml, .yml or .json files (-R reads subdirectories)\n`);
+    assert.equal((await cli(['get', 'cluster', 'nested'], READER)).code, 3, 'nothing was sent');
+  });
+
+  it('-f - reads standard input: a changed label is configured (exit 0); an invalid document prints each field and exits 3', () => {
+    const changed = `apiVersion: bootwright.dev/v1alpha1
+kind: Machine
+metadata:
+  name: rack1-n1
+  labels: {rack: rack1, state: burn-in}
+spec:
+  cluster: prod
+  profile: flatcar-worker
+  selectors:
+    mac: ["52:54:00:10:00:01"]
+  nodeLabels:
+    topology.kubernetes.io/zone: rack1
+  maxFetches: 3
+---
+apiVersion: bootwright.dev/v1alpha1
+kind: Machine
+metadata:
+  name: broken
+spec:
+  cluster: nowhere
+  profile: flatcar-worker
+  selectors:
+    mac: ["52:54:00:10:00:09"]
+`;
+    const r = cliProcess(['apply', '-f', '-'], { BOOTWRIGHT_URL: server, BOOTWRIGHT_TOKEN: ADMIN }, changed);
+    assert.equal(r.code, 3, r.stderr);
+    assert.equal(r.stdout, 'machine/rack1-n1 configured\n');
+    assert.equal(
+      r.stderr,
+      'stdin (document 2): machine/broken: Error from server (Invalid request): the machine names a cluster or profile that does not exist\n  spec.cluster: cluster "nowhere" does not exist\n',
+    );
+  });
+
+  it('a document without a kind bootwright stores is refused before anything is sent (exit 2, naming the document)', async () => {
+    const file = join(dir, 'bad.yaml');
+    writeFileSync(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\napiVersion: bootwright.dev/v1alpha1\nkind: Cluster\nmetadata: {}\n');
+    const r = await cli(['apply', '-f', file]);
+    assert.equal(r.code, 2);
+    assert.equal(
+      r.stderr,
+      `${file} (document 1) apiVersion: must be bootwright.dev/v1alpha1\n${file} (document 1) kind: must be Cluster, Profile, Machine or List\n${file} (document 2) metadata.name: is required\n`,
+    );
+    writeFileSync(file, 'kind: Cluster\n  bad: [indent\n');
+    const malformed = await cli(['apply', '-f', file]);
+    assert.equal(malformed.code, 2);
+    assert.match(malformed.stderr, /malformed YAML at line \d+ column \d+/);
+  });
+});
+
+describe('bootwright get', () => {
+  it('a table per kind, with the phase the service reports (or <none>)', async () => {
+    const machines = await cli(['get', 'machines'], READER);
+    assert.equal(machines.code, 0, machines.stderr);
+    const lines = machines.stdout.trimEnd().split('\n');
+    assert.equal(lines[0], 'NAME       CLUSTER   PROFILE          PHASE    REVISION   AGE');
+    assert.match(lines[1]!, /^rack1-n1 {3}prod {6}flatcar-worker {3}\S+ +2 {10}\d+s$/);
+    assert.match(lines[2]!, /^rack1-n2 {3}prod {6}ubuntu-worker {4}\S+ +1 {10}\d+s$/);
+    const profiles = await cli(['get', 'profile'], READER);
+    assert.match(profiles.stdout, /^NAME +ROLE +VERSION +FORMAT +REVISION +AGE\nflatcar-worker +worker +v1\.33\.2 +ignition +1 +\d+s\nubuntu-worker +worker +v1\.33\.2 +<none> +1 +\d+s\n$/);
+  });
+
+  it('-l takes set-based selectors; -o name, json and yaml', async () => {
+    assert.equal((await cli(['get', 'machines', '-l', 'state in (burn-in,ready)', '-o', 'name'], READER)).stdout, 'machine/rack1-n1\n');
+    assert.equal((await cli(['get', 'machines', '-l', '!state,rack=rack1', '-o', 'name'], READER)).stdout, 'machine/rack1-n2\n');
+    assert.equal((await cli(['get', 'machines', '-l', 'rack notin (rack1)'], READER)).stdout, 'No machines found.\n');
+    const list = JSON.parse((await cli(['get', 'profiles', '-o', 'json'], READER)).stdout) as { kind: string; items: { metadata: { name: string } }[] };
+    assert.equal(list.kind, 'ProfileList');
+    assert.deepEqual(list.items.map((i) => i.metadata.name), ['flatcar-worker', 'ubuntu-worker']);
+    const yaml = await cli(['get', 'cluster', 'prod', '-o', 'yaml'], READER);
+    const doc = load(yaml.stdout) as { kind: string; spec: { bootstrapToken: string } };
+    assert.equal(doc.kind, 'Cluster');
+    assert.equal(doc.spec.bootstrapToken, '<redacted>');
+    assert.ok(yaml.stdout.startsWith('apiVersion: bootwright.dev/v1alpha1\nkind: Cluster\n'), yaml.stdout);
+  });
+
+  it("the service's refusals print title, detail and each field, exit 3; usage errors exit 2", async () => {
+    const bad = await cli(['get', 'machines', '-l', 'rack in ()'], READER);
+    assert.equal(bad.code, 3);
+    assert.equal(bad.stderr, 'Error from server (Malformed request): labelSelector is not valid\n  labelSelector: the set of "rack" in is empty: give at least one value\n');
+    const missing = await cli(['get', 'machine', 'nope'], READER);
+    assert.equal(missing.code, 3);
+    assert.equal(missing.stderr, 'Error from server (Not found): Machine "nope" does not exist\n');
+    const unauthorized = await cli(['get', 'machines'], '');
+    assert.equal(unauthorized.code, 3);
+    assert.match(unauthorized.stderr, /^Error from server \(Unauthorized\): a valid bearer token is required/);
+    const usage = await cli(['get', 'widgets'], READER);
+    assert.equal(usage.code, 2);
+    assert.equal(usage.stderr, "error: unknown kind \"widgets\": use clusters|profiles|machines|discovered\nSee 'bootwright get --help' for usage.\n");
+  });
+});
+
+describe('enroll, describe, status, delete', () => {
+  it('a machine seen at /ipxe is enrolled from get discovered; describe shows its spec, revisions, phase and audit', async () => {
+    const script = await (await fetch(`${server}/ipxe?mac=52-54-00-10-00-03&hostname_hex=72:61:63:6b:31:2d:6e:33`)).text();
+    assert.match(script, /no registered machine matches/);
+    const discovered = await cli(['get', 'discovered'], READER);
+    const row = /^(\d+) +52:54:00:10:00:03 +<none> +<none> +rack1-n3 +1 +\d+s +<none>$/m.exec(discovered.stdout);
+    assert.ok(row, discovered.stdout);
+    const id = row[1]!;
+    const enrolled = await cli(['enroll', id, '--profile', 'flatcar-worker', '--cluster', 'prod', '-L', 'rack=rack1']);
+    assert.equal(enrolled.code, 0, enrolled.stderr);
+    assert.equal(enrolled.stdout, `machine/rack1-n3 created (discovered ${id})\n`);
+    assert.equal((await cli(['get', 'discovered'], READER)).stdout, 'No discovered found.\n');
+    assert.match((await cli(['get', 'discovered', '-A'], READER)).stdout, new RegExp(`^${id} +52:54:00:10:00:03 .* rack1-n3$`, 'm'));
+    // Its next boot is served, and audited.
+    assert.match(await (await fetch(`${server}/ipxe?mac=52-54-00-10-00-03`)).text(), /ignition\.config\.url=http:\/\/192\.168\.10\.5:8080\/ignition\?machine=rack1-n3&/);
+    const d = await cli(['describe', 'machine', 'rack1-n3'], READER);
+    assert.equal(d.code, 0, d.stderr);
+    assert.match(d.stdout, /^Name: +rack1-n3\nLabels: +rack=rack1\nRevision: +1\n/);
+    assert.match(d.stdout, /^Cluster: +prod \(revision 1\)$/m);
+    assert.match(d.stdout, /^Profile: +flatcar-worker \(revision 1\)$/m);
+    // The phase is what the service reports: its status.phase, or that it reports none.
+    assert.match(d.stdout, /^Phase: +(Registered|Booting|Provisioning|Joined|Failed|Stalled|<none> \(the service reports no phase\))$/m);
+    assert.match(d.stdout, /^Selectors:\n {2}mac: +\["52:54:00:10:00:03"\]\n {2}hostname: +rack1-n3\n/m);
+    assert.match(d.stdout, /^Revisions:\n {2}REVISION +UPDATED +CLUSTER +PROFILE\n {2}1 +\S+ +prod@1 +flatcar-worker@1\n/m);
+    assert.match(d.stdout, /^Audit \(newest \d+\):\n {2}TIME +ROUTE +STATUS +CLIENT\n( {2}.*\n)* {2}\S+ +\/ipxe +200 +127\.0\.0\.1\n/m);
+  });
+
+  it('status counts machines by phase and the discovered ones still to enrol', async () => {
+    await fetch(`${server}/ipxe?mac=52-54-00-10-00-04`);
+    const s = await cli(['status', '-o', 'json'], READER);
+    assert.equal(s.code, 0, s.stderr);
+    const fleet = JSON.parse(s.stdout) as { machines: number; phases: Record<string, number>; discovered: number };
+    assert.equal(fleet.machines, 3);
+    assert.equal(fleet.discovered, 1);
+    assert.equal(Object.values(fleet.phases).reduce((a, b) => a + b, 0), 3);
+    const table = await cli(['status'], READER);
+    assert.match(table.stdout, /^PHASE {10}MACHINES\nRegistered {5}\d+\nBooting {8}\d+\nProvisioning {3}\d+\nJoined {9}\d+\nFailed {9}\d+\nStalled {8}\d+\n\nMachines: 3 {3}Discovered, not enrolled: 1\n$/);
+  });
+
+  it('delete: a machine, a discovered entry; a profile in use is refused naming the machines (exit 3)', async () => {
+    const inUse = await cli(['delete', 'profile', 'flatcar-worker']);
+    assert.equal(inUse.code, 3);
+    assert.match(inUse.stderr, /^Error from server \(Conflict\): Profile "flatcar-worker" is used by 2 machines: rack1-n1, rack1-n3;/);
+    assert.deepEqual(await cli(['delete', 'machine', 'rack1-n3']), { code: 0, stdout: 'machine "rack1-n3" deleted\n', stderr: '' });
+    const id = /^(\d+) /m.exec((await cli(['get', 'discovered'], READER)).stdout.split('\n')[1]!)![1]!;
+    assert.deepEqual(await cli(['delete', 'discovered', id]), { code: 0, stdout: `discovered machine "${id}" deleted\n`, stderr: '' });
+    assert.equal((await cli(['delete', 'discovered', id])).code, 3);
+    assert.equal((await cli(['delete', 'machine', 'rack1-n3'], READER)).code, 3, 'the read scope cannot delete');
+  });
+
+  it('as a process: an unreachable service exits 4; a token file works; --token and --token-file together exit 2', async () => {
+    const free = createServer();
+    await new Promise<void>((r) => free.listen(0, '127.0.0.1', r));
+    const port = (free.address() as { port: number }).port;
+    await new Promise<void>((r) => free.close(() => r()));
+    const tokenFile = join(dir, 'token');
+    writeFileSync(tokenFile, `${READER}\n`, { mode: 0o600 });
+    const ok = cliProcess(['get', 'clusters', '-o', 'name', '--token-file', tokenFile], { BOOTWRIGHT_URL: server });
+    assert.deepEqual([ok.code, ok.stdout], [0, 'cluster/prod\n'], ok.stderr);
+    const down = cliProcess(['status'], { BOOTWRIGHT_URL: `http://127.0.0.1:${port}`, BOOTWRIGHT_TOKEN: READER });
+    assert.equal(down.code, 4);
+    assert.equal(down.stderr, `error: cannot reach the service at http://127.0.0.1:${port}: ECONNREFUSED\n`);
+    const both = cliProcess(['get', 'clusters', '--token', 'x', '--token-file', tokenFile], { BOOTWRIGHT_URL: server });
+    assert.equal(both.code, 2);
+    assert.equal(both.stderr, 'error: --token and --token-file: give one of them\n');
+  });
+});
