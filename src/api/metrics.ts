@@ -3,6 +3,7 @@
  * carry secrets: routes are route patterns, not URLs.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { RenderPool } from '../work/pool.js';
 import type { RenderCache } from './cache.js';
 
 /** The service's metrics. */
@@ -25,7 +26,7 @@ export interface Metrics {
  * Create the registry: default process metrics, the request histogram, renders by
  * format and version, and the render cache's hits, misses and bytes (read at scrape time).
  */
-export function createMetrics(cache: RenderCache): Metrics {
+export function createMetrics(cache: RenderCache, pool?: RenderPool): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const requestDuration = new Histogram({
@@ -79,5 +80,28 @@ export function createMetrics(cache: RenderCache): Metrics {
       this.set(cache.bytes);
     },
   });
+  if (pool) {
+    new Counter({
+      name: 'bootwright_render_tasks_total',
+      help: 'Parse, assembly and render tasks of cache misses, by where they ran: inline (the main thread), pool (a worker), shed (refused: the queue was full, 503), timeout (abandoned, its worker terminated, 503)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc({ outcome: 'inline' }, pool.stats.inline);
+        this.inc({ outcome: 'pool' }, pool.stats.pooled);
+        this.inc({ outcome: 'shed' }, pool.stats.shed);
+        this.inc({ outcome: 'timeout' }, pool.stats.timedOut);
+      },
+    });
+    new Gauge({
+      name: 'bootwright_render_queue_tasks',
+      help: 'Tasks waiting for a render worker',
+      registers: [registry],
+      collect() {
+        this.set(pool.queued);
+      },
+    });
+  }
   return { registry, requestDuration, renders, storageFaults, droppedWrites };
 }

@@ -34,6 +34,7 @@ import { bootAdminRoutes } from './routes/boot-admin.js';
 import { bootRoutes } from './routes/boot.js';
 import { urlSigning, type UrlSigning } from './signing.js';
 import { PACKAGE_VERSION } from '../version.js';
+import { RenderOverloadedError, RenderPool, RenderTimeoutError } from '../work/pool.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -56,6 +57,8 @@ export interface ServiceContext {
   store: Store;
   /** Signed firmware URLs: key, lifetime, base URL. */
   signing: UrlSigning;
+  /** Parsing, assembly and rendering of cache misses, off the main thread (src/work/pool.ts). */
+  pool: RenderPool;
 }
 
 /** Options for {@link buildServer}. */
@@ -242,6 +245,10 @@ function handleError(this: { config: Config; metrics: Metrics }, error: FastifyE
       error.validation.map((v) => ({ path: `${where}${v.instancePath.replaceAll('/', '.')}`, message: v.message ?? 'invalid' })),
     );
   }
+  if (error instanceof RenderOverloadedError || error instanceof RenderTimeoutError) {
+    void reply.header('retry-after', String(this.config.retryAfterSeconds));
+    return sendProblem(reply, 'overloaded', 503, `${error.message}; retry after the time in Retry-After`);
+  }
   if (error.statusCode === 429) return sendProblem(reply, 'too-many-requests', 429, 'rate limit exceeded; retry after the time in Retry-After');
   if (error.statusCode === 503) return sendProblem(reply, 'overloaded', 503, 'the service is overloaded; retry after the time in Retry-After');
   if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
@@ -294,9 +301,23 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const store = options.store ?? (await openSqliteStore(':memory:'));
   if (!options.store) app.addHook('onClose', async () => store.close());
   const cache = new RenderCache(config.renderCacheBytes);
-  const metrics = createMetrics(cache);
+  const pool = new RenderPool({
+    workers: config.renderWorkers,
+    queue: config.renderQueue,
+    timeoutMs: Math.round(config.renderTimeoutSeconds * 1000),
+    inlineBytes: config.renderInlineBytes,
+  });
+  // After in-flight requests (which may wait on the pool): queued renders finish, then the threads stop.
+  app.addHook('onClose', async () => pool.close());
+  // A listening service loads the render pipeline into its workers up front; routes
+  // injected in tests start them on their first miss.
+  app.addHook('onListen', (done) => {
+    pool.warm();
+    done();
+  });
+  const metrics = createMetrics(cache, pool);
   const tokens = new TokenTable(config.tokens);
-  const context: ServiceContext = { config, cache, metrics, store, signing: urlSigning(config) };
+  const context: ServiceContext = { config, cache, metrics, store, signing: urlSigning(config), pool };
   app.setErrorHandler(handleError.bind({ config, metrics }));
 
   // Node's requestTimeout cuts a request whose headers are late, but not a body trickled

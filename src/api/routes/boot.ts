@@ -22,7 +22,6 @@
  * /ignition and /nocloud user-data are what pointer configs point at, fetched over HTTP:
  * the profile's `output.platform` user data limit never refuses them ({@link sendTarget}).
  */
-import { documentLimits } from '../../config.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -33,7 +32,6 @@ import { metaData, networkConfig, vendorData } from '../../boot/nocloud.js';
 import { bootstrapUrl, IGNITION_PATH, NOCLOUD_FILES, nocloudPrefix, routeUrl, type Verdict, verifySignature } from '../../boot/sign.js';
 import { RequestError } from '../../errors.js';
 import { UserDataLimitError } from '../../platform.js';
-import { machineNodeBootstrap } from '../../store/assemble.js';
 import { NotFoundError } from '../../store/errors.js';
 import { storageFault } from '../../store/faults.js';
 import { isRefusal } from '../../store/store.js';
@@ -43,7 +41,7 @@ import { type DeliveryQuery, deliveryResponses, sendBootstrapData } from '../del
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import { sendProblem, type ServiceContext, storageUnavailable } from '../server.js';
 import { UnauthenticatedWrites } from '../unauthenticated.js';
-import { machineParts, partsKey } from './bootstrap.js';
+import { assembledRequest, machineParts } from './bootstrap.js';
 
 /** Media type of iPXE scripts and the small NoCloud documents. */
 export const SCRIPT_MEDIA_TYPE = 'text/plain; charset=utf-8';
@@ -85,12 +83,12 @@ const REFUSAL: Record<Exclude<Verdict, 'ok'>, string> = {
  *
  * @throws as `sendBootstrapData`, except the platform's UserDataLimitError
  */
-function sendTarget(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, known: KnownRequest, query: DeliveryQuery): void {
+async function sendTarget(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, known: KnownRequest, query: DeliveryQuery): Promise<void> {
   try {
-    sendBootstrapData(ctx, request, reply, known, query);
+    await sendBootstrapData(ctx, request, reply, known, query);
   } catch (e) {
     if (!(e instanceof UserDataLimitError)) throw e;
-    sendBootstrapData(ctx, request, reply, known, { ...query, platform: null });
+    await sendBootstrapData(ctx, request, reply, known, { ...query, platform: null });
   }
 }
 
@@ -293,9 +291,9 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const verdict = verifySignature(ctx.signing.key(), name, IGNITION_PATH, exp, sig, Date.now() / 1000);
       if (verdict !== 'ok') return sendProblem(reply, 'forbidden', 403, REFUSAL[verdict]);
       const parts = await machineParts(ctx.store, name, undefined);
-      const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts, documentLimits(ctx.config)));
+      const known = await assembledRequest(ctx, parts);
       if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
-      sendTarget(ctx, request, reply, known, { format: 'ignition', ignitionVersion });
+      await sendTarget(ctx, request, reply, known, { format: 'ignition', ignitionVersion });
       return reply;
     },
   );
@@ -337,9 +335,9 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       if (verdict !== 'ok') return sendProblem(reply, 'forbidden', 403, REFUSAL[verdict]);
       if (file === 'user-data') {
         const parts = await machineParts(ctx.store, id, undefined);
-        const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts, documentLimits(ctx.config)));
+        const known = await assembledRequest(ctx, parts);
         if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
-        sendTarget(ctx, request, reply, known, { format: 'cloud-config' });
+        await sendTarget(ctx, request, reply, known, { format: 'cloud-config' });
         return reply;
       }
       const machine = await ctx.store.get('Machine', id);
