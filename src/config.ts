@@ -61,7 +61,7 @@ export const configSchema = z.strictObject({
   renderWorkers: z.coerce.number().int().min(0).max(256).default(availableParallelism()),
   /** Renders that may wait for a worker; one more is answered 503 with Retry-After. */
   renderQueue: z.coerce.number().int().min(1).default(256),
-  /** Seconds a render may take from being queued; then its worker is terminated and the request answered 503 with Retry-After. */
+  /** Seconds a render may run in a worker (time queued not counted); then the worker is terminated and the request answered 503 with Retry-After. */
   renderTimeoutSeconds: z.coerce.number().min(0.01).default(10),
   /** Renders whose input (body, or assembled request as JSON) is at most this many bytes run on the main thread; 0: none do. */
   renderInlineBytes: z.coerce.number().int().min(0).default(0),

@@ -9,7 +9,7 @@
  *   every task inline (the CLI does, through the same {@link runTask}).
  * - Bounded: at most `queue` tasks wait for a worker; one more is refused at once with
  *   {@link RenderOverloadedError} (the routes answer 503 + Retry-After).
- * - Timed: a task not done `timeoutMs` after it was handed to the pool is abandoned, its
+ * - Timed: a task not done `timeoutMs` after a worker started it is abandoned, its
  *   worker terminated and replaced (piscina aborts a running task by terminating its
  *   thread), and {@link RenderTimeoutError} thrown (503 + Retry-After), so one stuck
  *   render never wedges the pool.
@@ -22,6 +22,7 @@
  */
 import { Piscina } from 'piscina';
 import { rebuildError, runTask, type Task, type TaskFailure, type TaskValue } from './task.js';
+import type { Envelope } from './worker.js';
 
 /** Options of a {@link RenderPool}. */
 export interface RenderPoolOptions {
@@ -29,7 +30,7 @@ export interface RenderPoolOptions {
   workers: number;
   /** Tasks that may wait for a worker; beyond it {@link RenderOverloadedError}. */
   queue: number;
-  /** Milliseconds a task may take from being handed to the pool; beyond it {@link RenderTimeoutError}. */
+  /** Milliseconds a task may run in a worker (time queued not counted); beyond it {@link RenderTimeoutError}. */
   timeoutMs: number;
   /** Tasks sized at most this many bytes run inline (0: none do, unless `workers` is 0). */
   inlineBytes: number;
@@ -72,7 +73,7 @@ const isFailure = (v: unknown): v is TaskFailure => typeof v === 'object' && v !
 /** The pool; see the module comment. */
 export class RenderPool {
   readonly stats: RenderPoolStats = { inline: 0, pooled: 0, shed: 0, timedOut: 0 };
-  private piscina: Piscina<Task, TaskValue<Task> | TaskFailure> | undefined;
+  private piscina: Piscina<Envelope, TaskValue<Task> | TaskFailure> | undefined;
   private closed = false;
 
   constructor(readonly options: RenderPoolOptions) {}
@@ -82,7 +83,7 @@ export class RenderPool {
     if (this.options.workers > 0 && !this.closed) this.threads();
   }
 
-  private threads(): Piscina<Task, TaskValue<Task> | TaskFailure> {
+  private threads(): Piscina<Envelope, TaskValue<Task> | TaskFailure> {
     this.piscina ??= new Piscina({
       filename: (this.options.filename ?? WORKER_MODULE).href,
       minThreads: this.options.workers,
@@ -119,12 +120,14 @@ export class RenderPool {
       throw new RenderOverloadedError(this.options.queue);
     }
     this.stats.pooled++;
-    const signal = AbortSignal.timeout(this.options.timeoutMs);
+    const started = new BigInt64Array(new SharedArrayBuffer(8));
+    const abort = new AbortController();
+    const timer = this.deadline(started, abort);
     let value: TaskValue<Task> | TaskFailure;
     try {
-      value = await pool.run(task, { signal });
+      value = await pool.run({ task, started }, { signal: abort.signal });
     } catch (e) {
-      if (signal.aborted) {
+      if (abort.signal.aborted) {
         this.stats.timedOut++;
         throw new RenderTimeoutError(this.options.timeoutMs);
       }
@@ -133,9 +136,29 @@ export class RenderPool {
         throw new RenderOverloadedError(this.options.queue);
       }
       throw e;
+    } finally {
+      clearTimeout(timer.current);
     }
     if (isFailure(value)) throw rebuildError(value, task);
     return value as TaskValue<T>;
+  }
+
+  /**
+   * Abort the task `timeoutMs` after it started in a worker (the worker writes the
+   * instant into `started`): the timer looks at that cell when it fires and waits on
+   * while the task is still queued or has time left.
+   */
+  private deadline(started: BigInt64Array, abort: AbortController): { current: NodeJS.Timeout | undefined } {
+    const { timeoutMs } = this.options;
+    const timer: { current: NodeJS.Timeout | undefined } = { current: undefined };
+    const check = () => {
+      const at = Number(Atomics.load(started, 0));
+      const left = at === 0 ? timeoutMs : at + timeoutMs - Date.now();
+      if (at !== 0 && left <= 0) abort.abort();
+      else timer.current = setTimeout(check, Math.max(1, left)).unref();
+    };
+    timer.current = setTimeout(check, timeoutMs).unref();
+    return timer;
   }
 
   /** Let queued and running tasks finish, then stop the threads (idempotent). */
