@@ -81,6 +81,12 @@ export const configSchema = z.strictObject({
     .string()
     .regex(/^\d+\.\d+\.\d+(,\d+\.\d+\.\d+)*$/, 'must be comma-separated Ignition spec versions, e.g. 3.4.0,3.5.0')
     .default('3.4.0'),
+  /**
+   * Milliseconds the SQLite store gathers the boot routes' writes (audit rows, fetch
+   * counters, discovered machines) to commit them in one transaction; an answer that
+   * needs its write still waits for its commit. 0 commits each write alone.
+   */
+  sqliteBatchMs: z.coerce.number().min(0).max(100).default(2),
   /** Render cache bound, bytes of cached bodies. 0 disables the cache. */
   renderCacheBytes: z.coerce.number().int().min(0).default(64 * 1024 * 1024),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -173,6 +179,7 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_RENDER_TIMEOUT_SECONDS: 'renderTimeoutSeconds',
   BOOTWRIGHT_RENDER_INLINE_BYTES: 'renderInlineBytes',
   BOOTWRIGHT_PRERENDER_MAX: 'prerenderMax',
+  BOOTWRIGHT_SQLITE_BATCH_MS: 'sqliteBatchMs',
   BOOTWRIGHT_PRERENDER_IGNITION_VERSIONS: 'prerenderIgnitionVersions',
   BOOTWRIGHT_LOG_LEVEL: 'logLevel',
   BOOTWRIGHT_TOKENS: 'tokens',

@@ -3,7 +3,7 @@
  * never serve each other's stale data.
  *
  * Two levels, both bounded in bytes:
- * - requests: hash of the raw body (syntax + text), or an assembled machine's names and
+ * - requests: the raw body (syntax + text), or an assembled machine's names and
  *   revisions → the validated request and its canonical digest, so a repeated body is
  *   neither parsed nor validated again;
  * - renders: (renderer version, format, served Ignition spec, platform, canonical request
@@ -15,7 +15,6 @@
  * Lookups are synchronous ({@link RenderCache.peekRender}, {@link RenderCache.peekBody}),
  * so a cache hit allocates no promise.
  */
-import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { type RenderResult, servedIgnitionVersion } from '../render.js';
 import type { RequestSyntax } from '../request/parse.js';
@@ -72,9 +71,14 @@ export class RenderCache {
     this.requests = maxBytes > 0 ? new LRUCache<string, KnownRequest>({ maxSize: maxBytes, sizeCalculation: (r) => Math.max(1, r.bytes) }) : undefined;
   }
 
-  /** The request-cache key of a raw body: base64url SHA-256 of its syntax and text. */
+  /**
+   * The request-cache key of a raw body: its syntax and the text itself. The LRU's map
+   * compares keys exactly (no collision, unlike a truncated digest), and hashing a
+   * string is far cheaper than a SHA-256 of it; the key's memory is the body's, which
+   * the entry is charged for already.
+   */
   bodyKey(text: string, syntax: RequestSyntax): string {
-    return createHash('sha256').update(syntax).update('\n').update(text).digest('base64url');
+    return syntax === 'json' ? `j${text}` : `y${text}`;
   }
 
   /** The validated request cached under `key` (from {@link bodyKey}), if any. */
@@ -102,7 +106,7 @@ export class RenderCache {
    * @throws whatever `build` throws (nothing is cached).
    */
   assembled(key: string, build: () => Promise<ValidatedRequest>): Promise<KnownRequest> {
-    return this.request(`assembled\n${key}`, build);
+    return this.request(`a${key}`, build);
   }
 
   private loadRequest(key: string, load: () => Promise<ValidatedRequest>): Promise<KnownRequest> {

@@ -62,7 +62,7 @@ function removePidFile(file: string): void {
 export async function serve(config: Config, graceMs = 10_000): Promise<FastifyInstance> {
   let generated: ReturnType<typeof ensureAdminToken> | undefined;
   if (config.tokens.length === 0) generated = ensureAdminToken(config.dataDir);
-  const store = config.databaseUrl ? await openPostgresStore(config.databaseUrl) : await openSqliteStore(join(config.dataDir, SQLITE_FILE));
+  const store = config.databaseUrl ? await openPostgresStore(config.databaseUrl) : await openSqliteStore(join(config.dataDir, SQLITE_FILE), { batchMs: config.sqliteBatchMs });
   let app: FastifyInstance;
   try {
     app = await buildServer({ config: generated ? { ...config, tokens: [generated.token] } : config, store });

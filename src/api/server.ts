@@ -22,6 +22,7 @@ import { openSqliteStore } from '../store/sqlite.js';
 import type { Store } from '../store/store.js';
 import { hasScope, type Principal, TokenTable } from './auth.js';
 import { RenderCache } from './cache.js';
+import { lazyChildLogger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { NotAcceptableError, OFFERED_MEDIA_TYPES } from './negotiate.js';
 import { problem, PROBLEM_MEDIA_TYPE, type ProblemKind } from './problems.js';
@@ -277,6 +278,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     bodyLimit: config.bodyLimit,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
+    // The request's child logger is made when the request logs, not for every request.
+    childLoggerFactory: lazyChildLogger,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // At most maxQueryParameters pairs are read: firmware routes ignore the rest (iPXE

@@ -24,10 +24,13 @@ const problemContent = { content: { [PROBLEM_MEDIA_TYPE]: { schema: problemSchem
 /** The render route. Needs the `render` scope. */
 export const renderRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
   // In this plugin's scope only: bodies stay raw text, and the body "validator" passes
-  // them through (the schema still documents the body in OpenAPI).
+  // them through (the schema still documents the body in OpenAPI): on a cache hit the
+  // body is neither parsed nor validated, since the cache key is the body itself.
   const limits = documentLimits(ctx.config);
   registerBodyParsers(app, 'raw', limits);
-  app.setValidatorCompiler<ZodType>((route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route)));
+  // The headers schema (Accept, If-None-Match: optional strings) documents them; Node
+  // hands every header over as a string already, so validating it would only cost.
+  app.setValidatorCompiler<ZodType>((route) => (route.httpPart === 'body' || route.httpPart === 'headers' ? (data: unknown) => ({ value: data }) : validatorCompiler(route)));
   app.post(
     '/v1/render',
     {
