@@ -162,6 +162,19 @@ function negotiateOnce(queryFormat: OutputFormat | undefined, accept: string | u
 const isServed = (v: string) => servedIgnitionVersion(v) !== undefined;
 
 /**
+ * The Ignition spec an Ignition client's Accept asks for (its `version=`), or
+ * `?ignitionVersion=`, which wins; undefined when neither names one or nothing is acceptable.
+ */
+export function askedIgnitionVersion(accept: string | undefined, ignitionVersion: string | undefined): string | undefined {
+  if (ignitionVersion !== undefined) return ignitionVersion;
+  try {
+    return negotiateOnce('ignition', accept, 'ignition').ignitionVersion;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The render of a known request for what the client negotiated: the cache key and the
  * options {@link renderNodeBootstrap} takes.
  *

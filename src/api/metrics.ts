@@ -5,6 +5,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RenderPool } from '../work/pool.js';
 import type { RenderCache } from './cache.js';
+import type { Prerenderer } from './prerender.js';
 
 /** The service's metrics. */
 export interface Metrics {
@@ -26,7 +27,7 @@ export interface Metrics {
  * Create the registry: default process metrics, the request histogram, renders by
  * format and version, and the render cache's hits, misses and bytes (read at scrape time).
  */
-export function createMetrics(cache: RenderCache, pool?: RenderPool): Metrics {
+export function createMetrics(cache: RenderCache, pool?: RenderPool, prerender?: Prerenderer): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const requestDuration = new Histogram({
@@ -100,6 +101,28 @@ export function createMetrics(cache: RenderCache, pool?: RenderPool): Metrics {
       registers: [registry],
       collect() {
         this.set(pool.queued);
+      },
+    });
+  }
+  if (prerender) {
+    new Gauge({
+      name: 'bootwright_prerender_queued_machines',
+      help: 'Machines waiting to be pre-rendered (plus those rendering now)',
+      registers: [registry],
+      collect() {
+        this.set(prerender.queued + (prerender.idle ? 0 : 1));
+      },
+    });
+    new Counter({
+      name: 'bootwright_prerender_total',
+      help: 'Pre-rendering, by outcome: rendered (a render put into the cache ahead of a boot), skipped (the queue or three quarters of the render cache was full), failed (the machine cannot be rendered; its boot answers why)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc({ outcome: 'rendered' }, prerender.stats.rendered);
+        this.inc({ outcome: 'skipped' }, prerender.stats.skipped);
+        this.inc({ outcome: 'failed' }, prerender.stats.failed);
       },
     });
   }

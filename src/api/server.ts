@@ -23,6 +23,7 @@ import type { Store } from '../store/store.js';
 import { hasScope, type Principal, TokenTable } from './auth.js';
 import { RenderCache } from './cache.js';
 import { lazyChildLogger } from './logger.js';
+import { Prerenderer } from './prerender.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { NotAcceptableError, OFFERED_MEDIA_TYPES } from './negotiate.js';
 import { problem, PROBLEM_MEDIA_TYPE, type ProblemKind } from './problems.js';
@@ -60,6 +61,8 @@ export interface ServiceContext {
   signing: UrlSigning;
   /** Parsing, assembly and rendering of cache misses, off the main thread (src/work/pool.ts). */
   pool: RenderPool;
+  /** Machines' data rendered ahead of their boot (src/api/prerender.ts). */
+  prerender: Prerenderer;
 }
 
 /** Options for {@link buildServer}. */
@@ -316,11 +319,19 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   // injected in tests start them on their first miss.
   app.addHook('onListen', (done) => {
     pool.warm();
+    // Every registered machine's data into the cache before its first boot (in the background).
+    void prerender.enqueueAll();
     done();
   });
-  const metrics = createMetrics(cache, pool);
   const tokens = new TokenTable(config.tokens);
-  const context: ServiceContext = { config, cache, metrics, store, signing: urlSigning(config), pool };
+  const partial = { config, cache, store, signing: urlSigning(config), pool } as Omit<ServiceContext, 'metrics' | 'prerender'>;
+  const prerender = new Prerenderer(partial as ServiceContext, app.log);
+  const metrics = createMetrics(cache, pool, prerender);
+  const context: ServiceContext = Object.assign(partial, { metrics, prerender });
+  app.addHook('preClose', (done) => {
+    prerender.close();
+    done();
+  });
   app.setErrorHandler(handleError.bind({ config, metrics }));
 
   // Node's requestTimeout cuts a request whose headers are late, but not a body trickled

@@ -37,7 +37,7 @@ import { storageFault } from '../../store/faults.js';
 import { isRefusal } from '../../store/store.js';
 import { resourceName, type MachineSpec, type StoredResource } from '../../store/resources.js';
 import type { KnownRequest } from '../cache.js';
-import { type DeliveryQuery, deliveryResponses, sendBootstrapData } from '../deliver.js';
+import { askedIgnitionVersion, type DeliveryQuery, deliveryResponses, sendBootstrapData } from '../deliver.js';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import { sendProblem, type ServiceContext, storageUnavailable } from '../server.js';
 import { UnauthenticatedWrites } from '../unauthenticated.js';
@@ -293,6 +293,8 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const parts = await machineParts(ctx.store, name, undefined);
       const known = await assembledRequest(ctx, parts);
       if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
+      // Signed, so a real machine's Ignition: later pre-renders render the spec it asked for.
+      ctx.prerender.noteIgnitionVersion(askedIgnitionVersion(request.headers.accept, ignitionVersion));
       await sendTarget(ctx, request, reply, known, { format: 'ignition', ignitionVersion });
       return reply;
     },
