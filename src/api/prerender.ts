@@ -147,7 +147,7 @@ export class Prerenderer {
         return;
       }
       // Requests first: wait while any of theirs waits for a worker.
-      while (this.ctx.pool.queued > 0 && !this.closed) await sleep(YIELD_MS);
+      while (this.ctx.pool.queued > 0 && this.enabled) await sleep(YIELD_MS);
       await this.render(name);
     }
   }

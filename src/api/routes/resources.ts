@@ -267,7 +267,7 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
       const updated = await store.replace(kind, input, ifMatch !== undefined ? { ifMatch } : {});
       // Its data (or that of every machine naming it) changed: render it again ahead of the boot.
       if (kind === 'Machine') ctx.prerender.enqueue([updated.name]);
-      else void ctx.prerender.enqueueReferencing(kind as 'Cluster' | 'Profile', updated.name);
+      else void ctx.prerender.enqueueReferencing(kind, updated.name);
       void reply.header('etag', revisionEtag(updated.revision)).header('cache-control', 'no-store');
       return toReadDocument(updated);
     },
