@@ -43,6 +43,8 @@ async function start(args: string[], port: number, env: Record<string, string> =
 
 async function load_(name: string, opts: autocannon.Options): Promise<HttpFigure> {
   const r = await autocannon(opts);
+  // No answer within the run at all (a blocked event loop): its latency is the whole run, at least.
+  if (r.requests.total === 0) return { name, requestsPerSecond: 0, p50Ms: Infinity, p99Ms: Infinity, non2xx: r.non2xx, errors: r.errors };
   return { name, requestsPerSecond: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
 }
 
