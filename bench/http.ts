@@ -43,22 +43,29 @@ async function start(args: string[], port: number, env: Record<string, string> =
 
 async function load_(name: string, opts: autocannon.Options): Promise<HttpFigure> {
   const r = await autocannon(opts);
+  // No answer within the run at all (a blocked event loop): its latency is the whole run, at least.
+  if (r.requests.total === 0) return { name, requestsPerSecond: 0, p50Ms: Infinity, p99Ms: Infinity, non2xx: r.non2xx, errors: r.errors };
   return { name, requestsPerSecond: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
 }
 
 /** Run the HTTP benchmark; `seconds` per load, `connections` concurrent clients. */
-export async function httpBenchmark(seconds = 10, connections = 32): Promise<{ figures: HttpFigure[]; hitOverBare: number }> {
+export async function httpBenchmark(seconds = 10, connections = 32): Promise<{ figures: HttpFigure[]; hitOverBare: number; poolOverInline: number; healthzP99Ms: { pool: number; inline: number } }> {
   const worker = load(readFileSync(new URL('../examples/worker.yaml', import.meta.url), 'utf8')) as { metadata: { name: string } };
   const body = JSON.stringify(worker);
-  const ourPort = await freePort();
-  const ours = await start(['src/cli.ts', 'serve'], ourPort, {
-    BOOTWRIGHT_PORT: String(ourPort),
+  const init = load(readFileSync(new URL('../examples/init.yaml', import.meta.url), 'utf8')) as { metadata: { name: string } };
+  const serveEnv = (port: number, workers?: number) => ({
+    BOOTWRIGHT_PORT: String(port),
     BOOTWRIGHT_LOG_LEVEL: 'warn',
     BOOTWRIGHT_RATE_LIMIT_MAX: '0',
     BOOTWRIGHT_MAX_EVENT_LOOP_DELAY_MS: '0',
     BOOTWRIGHT_DATA_DIR: mkdtempSync(join(tmpdir(), 'bootwright-bench-')),
     BOOTWRIGHT_TOKENS: JSON.stringify([{ name: 'bench', token: TOKEN, scopes: ['render'] }]),
+    ...(workers !== undefined ? { BOOTWRIGHT_RENDER_WORKERS: String(workers) } : {}),
   });
+  const ourPort = await freePort();
+  const ours = await start(['src/cli.ts', 'serve'], ourPort, serveEnv(ourPort));
+  const inlinePort = await freePort();
+  const inline = await start(['src/cli.ts', 'serve'], inlinePort, serveEnv(inlinePort, 0));
   const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', accept: 'text/cloud-config' };
   const url = `http://127.0.0.1:${ours.port}/v1/render`;
   const sample = await fetch(url, { method: 'POST', headers, body });
@@ -74,18 +81,32 @@ export async function httpBenchmark(seconds = 10, connections = 32): Promise<{ f
     const hit = await load_('POST /v1/render, cache hit', base);
     const bareFig = await load_('bare fastify, same bytes', { ...base, url: `http://127.0.0.1:${bare.port}/v1/render` });
     let n = 0;
-    const miss = await load_('POST /v1/render, cache miss', {
+    const missLoad = (port: number, doc: { metadata: { name: string } }): autocannon.Options => ({
       ...base,
-      requests: [
-        {
-          method: 'POST',
-          setupRequest: (req) => ({ ...req, body: JSON.stringify({ ...worker, metadata: { name: `bench-${n++}` } }) }),
-        },
-      ],
+      url: `http://127.0.0.1:${port}/v1/render`,
+      requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, body: JSON.stringify({ ...doc, metadata: { name: `bench-${n++}` } }) }) }],
     });
-    return { figures: [hit, bareFig, miss], hitOverBare: hit.requestsPerSecond / bareFig.requestsPerSecond };
+    const miss = await load_(`POST /v1/render, cache miss, pool`, missLoad(ours.port, worker));
+    const missInline = await load_('POST /v1/render, cache miss, inline', missLoad(inline.port, worker));
+    // /healthz on its own connection while 32 clients send cache-miss init renders (PKI).
+    const healthz = async (port: number, label: string) => {
+      const [, probe] = await Promise.all([
+        load_(`${label}: init misses`, missLoad(port, init)),
+        load_(`${label}: /healthz meanwhile`, { url: `http://127.0.0.1:${port}/healthz`, duration: seconds, connections: 1 }),
+      ]);
+      return probe;
+    };
+    const healthPool = await healthz(ours.port, 'pool');
+    const healthInline = await healthz(inline.port, 'inline');
+    return {
+      figures: [hit, bareFig, miss, missInline, healthPool, healthInline],
+      hitOverBare: hit.requestsPerSecond / bareFig.requestsPerSecond,
+      poolOverInline: miss.requestsPerSecond / missInline.requestsPerSecond,
+      healthzP99Ms: { pool: healthPool.p99Ms, inline: healthInline.p99Ms },
+    };
   } finally {
     ours.child.kill('SIGTERM');
+    inline.child.kill('SIGTERM');
     bare.child.kill('SIGTERM');
   }
 }

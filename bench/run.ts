@@ -44,7 +44,9 @@ if (run('http')) {
   for (const h of http.figures) {
     console.log(`${h.name.padEnd(28)} | ${f(h.requestsPerSecond, 0).padStart(8)} | ${f(h.p50Ms, 2).padStart(6)} | ${f(h.p99Ms, 2).padStart(6)} | ${String(h.non2xx).padStart(7)} | ${h.errors}`);
   }
-  console.log(`cache hit / bare: ${f(http.hitOverBare, 2)}`);
+  console.log(`cache hit / bare fastify, same bytes: ${f(http.hitOverBare, 2)} (before issue 15: 0.33; aim ≥ 0.6)`);
+  console.log(`cache-miss throughput, pool of ${process.env.BOOTWRIGHT_RENDER_WORKERS ?? 'the cores'} workers / inline: ${f(http.poolOverInline, 2)} (before: 1.00, one thread; aim ≥ 1.7 on 2 cores)`);
+  console.log(`/healthz p99 while 32 clients send cache-miss init renders: pool ${f(http.healthzP99Ms.pool, 1)} ms, inline ${f(http.healthzP99Ms.inline, 1)} ms (before: the inline figure; aim < 50 ms)`);
 }
 
 if (run('storm')) {
@@ -65,6 +67,13 @@ if (run('storm')) {
   console.log(`PostgreSQL 1 / SQLite 1        | ${f(p1.totalSeconds / sq.totalSeconds, 2).padStart(10)} | ${f(ign(p1) / ign(sq), 2).padStart(13)}`);
   console.log(`PostgreSQL 2+proxy / SQLite 1  | ${f(p2.totalSeconds / sq.totalSeconds, 2).padStart(10)} | ${f(ign(p2) / ign(sq), 2).padStart(13)}`);
   console.log(`PostgreSQL 2+proxy / PG 1      | ${f(p2.totalSeconds / p1.totalSeconds, 2).padStart(10)} | ${f(ign(p2) / ign(p1), 2).padStart(13)}`);
+  const pr = s.prerendered;
+  const p99 = (r: typeof sq, name: string) => route(r.routes, name).p99Ms;
+  console.log(
+    `SQLite, pre-rendered (${f(pr.prerenderSeconds, 1)} s after start): first boot ${f(pr.first.totalSeconds, 1)} s, errors ${pr.first.errors}, /ignition p99 ${f(p99(pr.first, '/ignition'), 1)} ms; repeated boot ${f(pr.repeat.totalSeconds, 1)} s, /ignition p99 ${f(p99(pr.repeat, '/ignition'), 1)} ms`,
+  );
+  console.log(`first-boot /ignition p99 / repeated boot's: ${f(p99(pr.first, '/ignition') / p99(pr.repeat, '/ignition'), 2)} (aim ≤ 1.5)`);
+  console.log(`SQLite storm p99 per route (before issue 15, 10,000 machines: /boot.ipxe 1186.1, /ipxe 5624.9, /ignition 716.4 ms on a loaded machine; aim < 300 ms): ${['/boot.ipxe', '/ipxe', '/ignition'].map((n) => `${n} ${f(p99(sq, n), 1)}`).join(', ')}`);
   console.log(`SQLite: /ignition ${f(s.ignitionRps, 0)} req/s vs POST /v1/render cache hit ${f(s.renderHitRps, 0)} req/s: ratio ${f(s.ignitionRps / s.renderHitRps, 2)}`);
 }
 

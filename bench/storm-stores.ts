@@ -30,6 +30,8 @@ export interface StoreStorms {
   registerSeconds: { sqlite: number; postgres: number };
   ignitionRps: number;
   renderHitRps: number;
+  /** SQLite, one process, pre-rendering finished before the storm: the first boot and a repeated boot. */
+  prerendered: { first: StormRun; repeat: StormRun; prerenderSeconds: number };
 }
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
@@ -80,6 +82,33 @@ async function ignitionVsRender(inventory: Inventory): Promise<{ ignitionRps: nu
   }
 }
 
+/** The value of an unlabelled metric in a Prometheus text exposition (NaN when absent). */
+const metricValue = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+
+/**
+ * A fresh SQLite process that has pre-rendered every machine (waits until nothing is
+ * queued), then the storm, then the same storm again: first-boot against repeated-boot
+ * latencies, both cache hits when pre-rendering did its job.
+ */
+async function prerenderedStorms(inventory: Inventory, n: number): Promise<StoreStorms['prerendered']> {
+  process.stderr.write('  … storm: SQLite, pre-rendered, first and repeated boot\n');
+  const [server] = await replicas(inventory, 1);
+  try {
+    const t0 = performance.now();
+    for (;;) {
+      const text = await (await fetch(`${server!.base}/metrics`)).text();
+      if (metricValue(text, 'bootwright_prerender_queued_machines') === 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const prerenderSeconds = (performance.now() - t0) / 1000;
+    const first = await bootStorm(server!.base, range(n));
+    const repeat = await bootStorm(server!.base, range(n));
+    return { first, repeat, prerenderSeconds };
+  } finally {
+    await stopServe(server!);
+  }
+}
+
 /** Run the three storms of `n` machines, 200 at a time. */
 export async function storeStorms(n = 10_000): Promise<StoreStorms> {
   const sqlite = await sqliteInventory(n);
@@ -87,10 +116,11 @@ export async function storeStorms(n = 10_000): Promise<StoreStorms> {
   try {
     const setups = [await stormSetup('SQLite, 1 process', sqlite, 1, n)];
     const { ignitionRps, renderHitRps } = await ignitionVsRender(sqlite);
+    const prerendered = await prerenderedStorms(sqlite, n);
     postgres = await postgresInventory(n);
     setups.push(await stormSetup('PostgreSQL, 1 process', postgres, 1, n));
     setups.push(await stormSetup('PostgreSQL, 2 + proxy', postgres, 2, n));
-    return { machines: n, setups, registerSeconds: { sqlite: sqlite.registerSeconds, postgres: postgres.registerSeconds }, ignitionRps, renderHitRps };
+    return { machines: n, setups, registerSeconds: { sqlite: sqlite.registerSeconds, postgres: postgres.registerSeconds }, ignitionRps, renderHitRps, prerendered };
   } finally {
     await sqlite.remove();
     await postgres?.remove();

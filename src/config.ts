@@ -4,6 +4,7 @@
  * an error naming the variable or key.
  */
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { load } from 'js-yaml';
 import { z } from 'zod';
 import { DEFAULT_DOCUMENT_LIMITS, type DocumentLimits } from './request/bounds.js';
@@ -58,6 +59,39 @@ export const configSchema = z.strictObject({
   maxLabelSelectorTerms: z.coerce.number().int().min(1).default(DEFAULT_LABEL_SELECTOR_LIMITS.maxTerms),
   /** Query parameters a request may carry (firmware routes ignore the unknown ones up to this). */
   maxQueryParameters: z.coerce.number().int().min(4).default(32),
+  /**
+   * Worker threads that parse, validate and render cache misses (src/work/pool.ts);
+   * 0 renders on the main thread. Default: the available cores.
+   */
+  renderWorkers: z.coerce.number().int().min(0).max(256).default(availableParallelism()),
+  /** Renders that may wait for a worker; one more is answered 503 with Retry-After. */
+  renderQueue: z.coerce.number().int().min(1).default(256),
+  /** Seconds a render may run in a worker (time queued not counted); then the worker is terminated and the request answered 503 with Retry-After. */
+  renderTimeoutSeconds: z.coerce.number().min(0.01).default(10),
+  /** Renders whose input (body, or assembled request as JSON) is at most this many bytes run on the main thread; 0: none do. */
+  renderInlineBytes: z.coerce.number().int().min(0).default(0),
+  /**
+   * Machines waiting to be pre-rendered (their bootstrap data rendered into the render
+   * cache ahead of their first boot: at start, and when a machine, its cluster or its
+   * profile is written); beyond it a machine is not pre-rendered (its first boot renders
+   * it). 0 turns pre-rendering off.
+   */
+  prerenderMax: z.coerce.number().int().min(0).default(10_000),
+  /**
+   * The Ignition specs pre-rendered for machines whose profile's format is Ignition, as
+   * Ignition's `Accept` names them (`version=3.4.0`), comma-separated; the specs
+   * machines actually asked for since the start are added (at most four in all).
+   */
+  prerenderIgnitionVersions: z
+    .string()
+    .regex(/^\d+\.\d+\.\d+(,\d+\.\d+\.\d+)*$/, 'must be comma-separated Ignition spec versions, e.g. 3.4.0,3.5.0')
+    .default('3.4.0'),
+  /**
+   * Milliseconds the SQLite store gathers the boot routes' writes (audit rows, fetch
+   * counters, discovered machines) to commit them in one transaction; an answer that
+   * needs its write still waits for its commit. 0 commits each write alone.
+   */
+  sqliteBatchMs: z.coerce.number().min(0).max(100).default(2),
   /** Render cache bound, bytes of cached bodies. 0 disables the cache. */
   renderCacheBytes: z.coerce.number().int().min(0).default(64 * 1024 * 1024),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -165,6 +199,13 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_DATA_DIR: 'dataDir',
   BOOTWRIGHT_BODY_LIMIT: 'bodyLimit',
   BOOTWRIGHT_RENDER_CACHE_BYTES: 'renderCacheBytes',
+  BOOTWRIGHT_RENDER_WORKERS: 'renderWorkers',
+  BOOTWRIGHT_RENDER_QUEUE: 'renderQueue',
+  BOOTWRIGHT_RENDER_TIMEOUT_SECONDS: 'renderTimeoutSeconds',
+  BOOTWRIGHT_RENDER_INLINE_BYTES: 'renderInlineBytes',
+  BOOTWRIGHT_PRERENDER_MAX: 'prerenderMax',
+  BOOTWRIGHT_SQLITE_BATCH_MS: 'sqliteBatchMs',
+  BOOTWRIGHT_PRERENDER_IGNITION_VERSIONS: 'prerenderIgnitionVersions',
   BOOTWRIGHT_LOG_LEVEL: 'logLevel',
   BOOTWRIGHT_TOKENS: 'tokens',
   BOOTWRIGHT_RATE_LIMIT_MAX: 'rateLimitMax',

@@ -3,19 +3,26 @@
  * never serve each other's stale data.
  *
  * Two levels, both bounded in bytes:
- * - requests: hash of the raw body (syntax + text) → the validated request and its
- *   canonical digest, so a repeated body is neither parsed nor validated again;
- * - renders: hash of (canonical request digest, format, requested Ignition version,
- *   renderer version) → the finished render. Equivalent requests (key order, YAML
- *   versus JSON) share the canonical digest and so hit the same render.
+ * - requests: the raw body (syntax + text), or an assembled machine's names and
+ *   revisions → the validated request and its canonical digest, so a repeated body is
+ *   neither parsed nor validated again;
+ * - renders: (renderer version, format, served Ignition spec, platform, canonical request
+ *   digest) → the finished render. Equivalent requests (key order, YAML versus JSON)
+ *   share the canonical digest and so hit the same render.
+ *
+ * A miss is loaded once however many requests ask for it meanwhile: concurrent misses of
+ * one key share the one load (a parse or render in the worker pool, src/work/pool.ts).
+ * Lookups are synchronous ({@link RenderCache.peekRender}, {@link RenderCache.peekBody}),
+ * so a cache hit allocates no promise.
  */
-import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import stringify from 'safe-stable-stringify';
-import type { RenderResult } from '../render.js';
+import { type RenderResult, servedIgnitionVersion } from '../render.js';
 import type { RequestSyntax } from '../request/parse.js';
 import type { NodeBootstrap, OutputFormat } from '../request/schema.js';
 import { RENDERER_VERSION } from '../version.js';
+import { adoptRequest, type ValidatedRequest } from '../work/task.js';
+
+export { requestDigest } from '../work/task.js';
 
 /** Counters the metrics read (render level). */
 export interface CacheStats {
@@ -23,61 +30,71 @@ export interface CacheStats {
   misses: number;
 }
 
-/** A validated request and the digest of its canonical form. */
+/** A validated request, the digest of its canonical form and its size. */
 export interface KnownRequest {
   req: NodeBootstrap;
   /** base64url SHA-256 of the canonical JSON (keys sorted, binary as base64). */
   digest: string;
-}
-
-const sha256 = (text: string) => createHash('sha256').update(text).digest('base64url');
-
-/**
- * Digest of a validated request's canonical JSON: keys sorted, so key order and YAML
- * versus JSON do not matter; binary contents as `{base64}`.
- */
-export function requestDigest(req: NodeBootstrap): string {
-  const canonical = stringify(req, (_key, value: unknown) => (value instanceof Uint8Array ? { base64: Buffer.from(value).toString('base64') } : value));
-  return sha256(canonical ?? '');
+  /** The body's bytes (or the assembled request's JSON bytes): the request cache's charge, and how the pool sizes a render. */
+  bytes: number;
 }
 
 /**
- * Key of one render of a request: renderer version, format, requested Ignition spec,
- * the platform asked by the query (`-` for none asked; `null` for limits turned off),
- * and the request's canonical digest (which covers `spec.output`).
+ * Key of one render of a request: renderer version, format, the Ignition spec served for
+ * the one requested (requests naming different versions that are served the same spec
+ * share it: `version=3.9.0` and `3.6.0`), the platform asked by the query (`-` for none
+ * asked; `null` for limits turned off), and the request's canonical digest (which
+ * covers `spec.output`). A plain string: the LRU hashes it itself.
  */
 export function renderKey(digest: string, format: OutputFormat, ignitionVersion: string | undefined, platform?: string | null): string {
-  return sha256(`${RENDERER_VERSION}\n${format}\n${ignitionVersion ?? ''}\n${platform === undefined ? '-' : String(platform)}\n${digest}`);
+  const version = ignitionVersion === undefined ? '' : (servedIgnitionVersion(ignitionVersion) ?? `?${ignitionVersion}`);
+  return `${RENDERER_VERSION}|${format}|${version}|${platform === undefined ? '-' : String(platform)}|${digest}`;
 }
 
 /** The two LRUs. Cached objects are shared between requests and never mutated. */
 export class RenderCache {
   private readonly renders: LRUCache<string, RenderResult> | undefined;
-  private readonly requests: LRUCache<string, KnownRequest & { bytes: number }> | undefined;
+  private readonly requests: LRUCache<string, KnownRequest> | undefined;
+  private readonly loadingRenders = new Map<string, Promise<RenderResult>>();
+  private readonly loadingRequests = new Map<string, Promise<KnownRequest>>();
   readonly stats: CacheStats = { hits: 0, misses: 0 };
+  /** The bound of each level, bytes (0: caching off). */
+  readonly maxBytes: number;
 
   /**
    * @param maxBytes bound on the summed sizes of cached bodies, in bytes, for each level
    *   (rendered bodies; raw request texts); 0 disables caching.
    */
   constructor(maxBytes: number) {
+    this.maxBytes = maxBytes;
     this.renders = maxBytes > 0 ? new LRUCache<string, RenderResult>({ maxSize: maxBytes, sizeCalculation: (r) => Math.max(1, r.size) }) : undefined;
-    this.requests = maxBytes > 0 ? new LRUCache<string, KnownRequest & { bytes: number }>({ maxSize: maxBytes, sizeCalculation: (r) => Math.max(1, r.bytes) }) : undefined;
+    this.requests = maxBytes > 0 ? new LRUCache<string, KnownRequest>({ maxSize: maxBytes, sizeCalculation: (r) => Math.max(1, r.bytes) }) : undefined;
   }
 
   /**
-   * The validated request for a raw body, parsing and validating only on a miss.
-   *
-   * @throws whatever `parse` throws (RequestError for bad input; nothing is cached).
+   * The request-cache key of a raw body: its syntax and the text itself. The LRU's map
+   * compares keys exactly (no collision, unlike a truncated digest), and hashing a
+   * string is far cheaper than a SHA-256 of it; the key's memory is the body's, which
+   * the entry is charged for already.
    */
-  request(text: string, syntax: RequestSyntax, parse: () => NodeBootstrap): KnownRequest {
-    const key = sha256(`${syntax}\n${text}`);
+  bodyKey(text: string, syntax: RequestSyntax): string {
+    return syntax === 'json' ? `j${text}` : `y${text}`;
+  }
+
+  /** The validated request cached under `key` (from {@link bodyKey}), if any. */
+  peekBody(key: string): KnownRequest | undefined {
+    return this.requests?.get(key);
+  }
+
+  /**
+   * The validated request for a raw body's `key`, loading (parsing and validating) only
+   * on a miss.
+   *
+   * @throws whatever `load` throws (RequestError for bad input; nothing is cached).
+   */
+  request(key: string, load: () => Promise<ValidatedRequest>): Promise<KnownRequest> {
     const known = this.requests?.get(key);
-    if (known) return known;
-    const req = parse();
-    const entry = { req, digest: requestDigest(req), bytes: Buffer.byteLength(text) };
-    this.requests?.set(key, entry);
-    return entry;
+    return known ? Promise.resolve(known) : this.loadRequest(key, load);
   }
 
   /**
@@ -88,29 +105,59 @@ export class RenderCache {
    *   content could), e.g. the machine, cluster and profile names and revisions.
    * @throws whatever `build` throws (nothing is cached).
    */
-  assembled(key: string, build: () => NodeBootstrap): KnownRequest {
-    const cacheKey = sha256(`assembled\n${key}`);
-    const known = this.requests?.get(cacheKey);
-    if (known) return known;
-    const req = build();
-    const digest = requestDigest(req);
-    // Stored specs are JSON values (no binary), so their JSON size is the charge.
-    const entry = { req, digest, bytes: Buffer.byteLength(JSON.stringify(req)) };
-    this.requests?.set(cacheKey, entry);
-    return entry;
+  assembled(key: string, build: () => Promise<ValidatedRequest>): Promise<KnownRequest> {
+    return this.request(`a${key}`, build);
   }
 
-  /** The cached render for `key`, or the result of `render()` (cached when it fits). */
-  render(key: string, render: () => RenderResult): RenderResult {
-    const hit = this.renders?.get(key);
-    if (hit) {
-      this.stats.hits++;
-      return hit;
+  private loadRequest(key: string, load: () => Promise<ValidatedRequest>): Promise<KnownRequest> {
+    let loading = this.loadingRequests.get(key);
+    if (!loading) {
+      loading = load()
+        .then((v) => {
+          const entry: KnownRequest = { req: adoptRequest(v), digest: v.digest, bytes: v.bytes };
+          this.requests?.set(key, entry);
+          return entry;
+        })
+        .finally(() => this.loadingRequests.delete(key));
+      this.loadingRequests.set(key, loading);
     }
+    return loading;
+  }
+
+  /** The cached render for `key` (counted as a hit), if any. */
+  peekRender(key: string): RenderResult | undefined {
+    const hit = this.renders?.get(key);
+    if (hit) this.stats.hits++;
+    return hit;
+  }
+
+  /** Whether a render for `key` is cached (not counted, not made recent). */
+  hasRender(key: string): boolean {
+    return this.renders?.has(key) ?? false;
+  }
+
+  /**
+   * The cached render for `key`, or the result of `render()` (cached when it fits).
+   *
+   * @param shareKey concurrent misses with the same share key wait for one render
+   *   (default `key`; a caller whose errors would read differently, naming another
+   *   field, passes its own).
+   */
+  render(key: string, render: () => Promise<RenderResult>, shareKey = key): Promise<RenderResult> {
+    const hit = this.peekRender(key);
+    if (hit) return Promise.resolve(hit);
     this.stats.misses++;
-    const result = render();
-    this.renders?.set(key, result);
-    return result;
+    let loading = this.loadingRenders.get(shareKey);
+    if (!loading) {
+      loading = render()
+        .then((result) => {
+          this.renders?.set(key, result);
+          return result;
+        })
+        .finally(() => this.loadingRenders.delete(shareKey));
+      this.loadingRenders.set(shareKey, loading);
+    }
+    return loading;
   }
 
   /** Bytes of rendered bodies held. */

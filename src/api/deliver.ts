@@ -6,15 +6,18 @@
  */
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { DEFAULT_FORMAT, FORMATS, formatNamed } from '../provision/formats.js';
 import { targetOs } from '../provision/plan/os.js';
+import type { TargetOs } from '../provision/plan/types.js';
 import { formatsServedFor } from '../provision/registry.js';
-import { GZIP_MEDIA_TYPE, renderNodeBootstrap, type RenderResult } from '../render.js';
+import { GZIP_MEDIA_TYPE, type RenderOptions, type RenderResult } from '../render.js';
 import { OUTPUT_FORMATS, type OutputFormat, PLATFORMS, type Platform } from '../request/schema.js';
 import { type KnownRequest, renderKey } from './cache.js';
 import { ENVELOPE_MEDIA_TYPE, negotiate, type Negotiated } from './negotiate.js';
 import type { ServiceContext } from './server.js';
+import { portable } from '../work/task.js';
 
 /** The JSON envelope for OpenAPI clients. */
 export const envelopeSchema = z
@@ -107,30 +110,117 @@ export interface DeliveryQuery {
   platform?: Platform | null | undefined;
 }
 
+/** What a served render's answer needs, computed once per cached render (bytes, digests, ETags). */
+interface Wire {
+  /** The payload as sent. */
+  bytes: Buffer;
+  etag: string;
+  /** `Content-Type` of the payload. */
+  type: string;
+  /** The JSON envelope and its ETag, once asked for. */
+  envelope?: { bytes: Buffer; etag: string };
+}
+
+/** Wire forms of cached renders (main thread; a render is dropped from here when the cache drops it). */
+const wires = new WeakMap<RenderResult, Wire>();
+
+function wire(result: RenderResult): Wire {
+  let w = wires.get(result);
+  if (!w) {
+    w = {
+      bytes: result.gzip ? Buffer.from(result.gzip.buffer, result.gzip.byteOffset, result.gzip.byteLength) : Buffer.from(result.body, 'utf8'),
+      etag: strongEtag(result.sha256),
+      type: formatNamed(result.format).body === 'text' && !result.gzip ? `${result.mediaType}; charset=utf-8` : result.mediaType,
+    };
+    wires.set(result, w);
+  }
+  return w;
+}
+
+function envelopeWire(result: RenderResult): { bytes: Buffer; etag: string } {
+  const w = wire(result);
+  if (!w.envelope) {
+    const bytes = Buffer.from(envelope(result), 'utf8');
+    w.envelope = { bytes, etag: strongEtag(createHash('sha256').update(bytes).digest('hex')) };
+  }
+  return w.envelope;
+}
+
+/** Negotiation outcomes by (query format, Accept, default format, node OS): a handful of distinct clients ask the same way every time. */
+const negotiated = new LRUCache<string, Negotiated>({ max: 256 });
+
+/** The formats a node of each OS can get (registry), computed once. */
+const servable: Record<TargetOs, OutputFormat[]> = { linux: formatsServedFor('linux'), windows: formatsServedFor('windows') };
+
+function negotiateOnce(queryFormat: OutputFormat | undefined, accept: string | undefined, fallback: OutputFormat, os: TargetOs): Negotiated {
+  // Long or odd headers are negotiated afresh (and never cached): the cache holds the common few.
+  if (accept !== undefined && accept.length > 256) return negotiate(queryFormat, accept, fallback, undefined, servable[os]);
+  const key = `${queryFormat ?? ''}|${fallback}|${os}|${accept ?? ''}`;
+  let n = negotiated.get(key);
+  if (!n) {
+    n = negotiate(queryFormat, accept, fallback, undefined, servable[os]);
+    negotiated.set(key, n);
+  }
+  return n;
+}
+
+/**
+ * The Ignition spec an Ignition client's Accept asks for (its `version=`), or
+ * `?ignitionVersion=`, which wins; undefined when neither names one or nothing is acceptable.
+ */
+export function askedIgnitionVersion(accept: string | undefined, ignitionVersion: string | undefined): string | undefined {
+  if (ignitionVersion !== undefined) return ignitionVersion;
+  try {
+    return negotiateOnce('ignition', accept, 'ignition', 'linux').ignitionVersion;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The render of a known request for what the client negotiated: the cache key and the
+ * options {@link renderNodeBootstrap} takes.
+ *
+ * @throws NotAcceptableError (406) when nothing acceptable is offered.
+ */
+export function renderPlan(known: KnownRequest, accept: string | undefined, query: DeliveryQuery): { n: Negotiated; key: string; shareKey: string; options: RenderOptions } {
+  const n = negotiateOnce(query.format, accept, known.req.spec.output?.format ?? DEFAULT_FORMAT, targetOs(known.req).os);
+  const requestedVersion = query.ignitionVersion ?? n.ignitionVersion;
+  const key = renderKey(known.digest, n.format, requestedVersion, query.platform);
+  const versionField = query.ignitionVersion ? 'ignitionVersion' : 'Accept';
+  return {
+    n,
+    key,
+    shareKey: requestedVersion === undefined ? key : `${key}|${versionField}|${requestedVersion}`,
+    options: {
+      format: n.format,
+      ...(query.platform !== undefined ? { platform: query.platform, platformField: 'platform' } : {}),
+      ...(requestedVersion !== undefined ? { ignitionVersion: requestedVersion, ignitionVersionField: versionField } : {}),
+    },
+  };
+}
+
+/**
+ * Render a known request with these options through the render cache: a hit at once,
+ * a miss in the worker pool (src/work/pool.ts), sized by the request's bytes.
+ *
+ * @throws as {@link renderNodeBootstrap}; RenderOverloadedError and RenderTimeoutError (503).
+ */
+export function cachedRender(ctx: ServiceContext, known: KnownRequest, plan: { key: string; shareKey: string; options: RenderOptions }): RenderResult | Promise<RenderResult> {
+  return ctx.cache.peekRender(plan.key) ?? ctx.cache.render(plan.key, () => ctx.pool.run({ op: 'render', request: portable(known.req), options: plan.options }, known.bytes), plan.shareKey);
+}
+
 /**
  * Negotiate (DESIGN §4) and render through the render cache: what
  * {@link sendBootstrapData} sends, and what a pointer config hashes.
  *
  * @throws as {@link sendBootstrapData}
  */
-export function negotiatedRender(
-  ctx: ServiceContext,
-  request: FastifyRequest,
-  known: KnownRequest,
-  query: DeliveryQuery,
-): { n: Negotiated; result: RenderResult } {
-  const { req, digest } = known;
-  const n = negotiate(query.format, request.headers.accept, req.spec.output?.format ?? DEFAULT_FORMAT, undefined, formatsServedFor(targetOs(req).os));
-  const requestedVersion = query.ignitionVersion ?? n.ignitionVersion;
-  const result = ctx.cache.render(renderKey(digest, n.format, requestedVersion, query.platform), () =>
-    renderNodeBootstrap(req, {
-      format: n.format,
-      ...(query.platform !== undefined ? { platform: query.platform, platformField: 'platform' } : {}),
-      ...(requestedVersion !== undefined ? { ignitionVersion: requestedVersion, ignitionVersionField: query.ignitionVersion ? 'ignitionVersion' : 'Accept' } : {}),
-    }),
-  );
+export async function negotiatedRender(ctx: ServiceContext, request: FastifyRequest, known: KnownRequest, query: DeliveryQuery): Promise<{ n: Negotiated; result: RenderResult }> {
+  const plan = renderPlan(known, request.headers.accept, query);
+  const result = await cachedRender(ctx, known, plan);
   ctx.metrics.renders.inc({ format: result.format, version: result.ignitionVersion ?? '' });
-  return { n, result };
+  return { n: plan.n, result };
 }
 
 /**
@@ -140,28 +230,33 @@ export function negotiatedRender(
  * @param query `?format=` and `?ignitionVersion=` (they win over `Accept`).
  * Sends 200 with the payload (cloud-config text, the Ignition config, or the JSON
  * envelope) and a strong ETag of those bytes, or 304 when `If-None-Match` matches it.
+ * A cache hit is answered without waiting on a promise; a miss waits for the pool.
  *
  * @throws NotAcceptableError (406) when nothing acceptable is offered; RequestError
- *   (422) naming the field for anything the builder or renderer cannot express.
+ *   (422) naming the field for anything the builder or renderer cannot express;
+ *   RenderOverloadedError, RenderTimeoutError (503) from the pool. A returned promise
+ *   rejects with the same.
  */
-export function sendBootstrapData(
-  ctx: ServiceContext,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  known: KnownRequest,
-  query: DeliveryQuery,
-): void {
+export function sendBootstrapData(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, known: KnownRequest, query: DeliveryQuery): void | Promise<void> {
   reply.header('vary', 'Accept');
-  const { n, result } = negotiatedRender(ctx, request, known, query);
-  const body = n.envelope ? Buffer.from(envelope(result), 'utf8') : (result.gzip ?? Buffer.from(result.body, 'utf8'));
-  const etag = strongEtag(n.envelope ? createHash('sha256').update(body).digest('hex') : result.sha256);
-  reply.header('etag', etag).header('cache-control', 'private, no-cache');
-  if (noneMatch(request.headers['if-none-match'], etag)) {
+  const plan = renderPlan(known, request.headers.accept, query);
+  const hit = ctx.cache.peekRender(plan.key);
+  if (hit) {
+    send(ctx, request, reply, plan.n, hit);
+    return;
+  }
+  return (cachedRender(ctx, known, plan) as Promise<RenderResult>).then((result) => send(ctx, request, reply, plan.n, result));
+}
+
+/** Send a render as negotiated: 200 with the payload and its ETag, or 304. */
+function send(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, n: Negotiated, result: RenderResult): void {
+  ctx.metrics.renders.inc({ format: result.format, version: result.ignitionVersion ?? '' });
+  const w = n.envelope ? envelopeWire(result) : wire(result);
+  reply.header('etag', w.etag).header('cache-control', 'private, no-cache');
+  if (noneMatch(request.headers['if-none-match'], w.etag)) {
     void reply.code(304).send();
     return;
   }
-  const text = formatNamed(result.format).body === 'text';
-  const type = n.envelope || !text || result.gzip ? (n.envelope ? ENVELOPE_MEDIA_TYPE : result.mediaType) : `${result.mediaType}; charset=utf-8`;
   // Bytes, not a string: fastify then sends the media type exactly as given (no added charset).
-  void reply.header('content-type', type).send(body);
+  void reply.header('content-type', n.envelope ? ENVELOPE_MEDIA_TYPE : wire(result).type).send(w.bytes);
 }

@@ -3,7 +3,9 @@
  * carry secrets: routes are route patterns, not URLs.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { RenderPool } from '../work/pool.js';
 import type { RenderCache } from './cache.js';
+import type { Prerenderer } from './prerender.js';
 
 /** The service's metrics. */
 export interface Metrics {
@@ -27,7 +29,7 @@ export interface Metrics {
  * Create the registry: default process metrics, the request histogram, renders by
  * format and version, and the render cache's hits, misses and bytes (read at scrape time).
  */
-export function createMetrics(cache: RenderCache): Metrics {
+export function createMetrics(cache: RenderCache, pool?: RenderPool, prerender?: Prerenderer): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const requestDuration = new Histogram({
@@ -87,5 +89,50 @@ export function createMetrics(cache: RenderCache): Metrics {
     labelNames: ['route', 'reason'] as const,
     registers: [registry],
   });
+  if (pool) {
+    new Counter({
+      name: 'bootwright_render_tasks_total',
+      help: 'Parse, assembly and render tasks of cache misses, by where they ran: inline (the main thread), pool (a worker), shed (refused: the queue was full, 503), timeout (abandoned, its worker terminated, 503)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc({ outcome: 'inline' }, pool.stats.inline);
+        this.inc({ outcome: 'pool' }, pool.stats.pooled);
+        this.inc({ outcome: 'shed' }, pool.stats.shed);
+        this.inc({ outcome: 'timeout' }, pool.stats.timedOut);
+      },
+    });
+    new Gauge({
+      name: 'bootwright_render_queue_tasks',
+      help: 'Tasks waiting for a render worker',
+      registers: [registry],
+      collect() {
+        this.set(pool.queued);
+      },
+    });
+  }
+  if (prerender) {
+    new Gauge({
+      name: 'bootwright_prerender_queued_machines',
+      help: 'Machines waiting to be pre-rendered (plus those rendering now)',
+      registers: [registry],
+      collect() {
+        this.set(prerender.queued + (prerender.idle ? 0 : 1));
+      },
+    });
+    new Counter({
+      name: 'bootwright_prerender_total',
+      help: 'Pre-rendering, by outcome: rendered (a render put into the cache ahead of a boot), skipped (the queue or three quarters of the render cache was full), failed (the machine cannot be rendered; its boot answers why)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc({ outcome: 'rendered' }, prerender.stats.rendered);
+        this.inc({ outcome: 'skipped' }, prerender.stats.skipped);
+        this.inc({ outcome: 'failed' }, prerender.stats.failed);
+      },
+    });
+  }
   return { registry, requestDuration, renders, storageFaults, droppedWrites, signedUrlRefused };
 }

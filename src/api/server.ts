@@ -22,6 +22,8 @@ import { openSqliteStore } from '../store/sqlite.js';
 import type { Store } from '../store/store.js';
 import { hasScope, type Principal, TokenTable } from './auth.js';
 import { RenderCache } from './cache.js';
+import { lazyChildLogger } from './logger.js';
+import { Prerenderer } from './prerender.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { NotAcceptableError, OFFERED_MEDIA_TYPES } from './negotiate.js';
 import { problem, PROBLEM_MEDIA_TYPE, type ProblemKind } from './problems.js';
@@ -39,6 +41,7 @@ import { MIN_TLS_VERSION } from '../tls/credentials.js';
 import { caRoutes } from './routes/ca.js';
 import { isEncrypted, PLAIN_ROUTES } from './plain.js';
 import { withExamples } from './openapi-examples.js';
+import { RenderOverloadedError, RenderPool, RenderTimeoutError } from '../work/pool.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -68,6 +71,10 @@ export interface ServiceContext {
   tlsCa?: string;
   /** Whether this server listens with TLS (its plain-HTTP listener, if any, serves the iPXE routes). */
   https: boolean;
+  /** Parsing, assembly and rendering of cache misses, off the main thread (src/work/pool.ts). */
+  pool: RenderPool;
+  /** Machines' data rendered ahead of their boot (src/api/prerender.ts). */
+  prerender: Prerenderer;
 }
 
 /** The HTTPS listener's credentials (src/tls/). */
@@ -282,6 +289,10 @@ function handleError(this: { config: Config; metrics: Metrics }, error: FastifyE
       error.validation.map((v) => ({ path: `${where}${v.instancePath.replaceAll('/', '.')}`, message: v.message ?? 'invalid' })),
     );
   }
+  if (error instanceof RenderOverloadedError || error instanceof RenderTimeoutError) {
+    void reply.header('retry-after', String(this.config.retryAfterSeconds));
+    return sendProblem(reply, 'overloaded', 503, `${error.message}; retry after the time in Retry-After`);
+  }
   if (error.statusCode === 429) return sendProblem(reply, 'too-many-requests', 429, 'rate limit exceeded; retry after the time in Retry-After');
   if (error.statusCode === 503) return sendProblem(reply, 'overloaded', 503, 'the service is overloaded; retry after the time in Retry-After');
   if (error.statusCode === 416) {
@@ -322,6 +333,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     bodyLimit: config.bodyLimit,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
+    // The request's child logger is made when the request logs, not for every request.
+    childLoggerFactory: lazyChildLogger,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // At most maxQueryParameters pairs are read: firmware routes ignore the rest (iPXE
@@ -345,10 +358,32 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const store = options.store ?? (await openSqliteStore(':memory:'));
   if (!options.store) app.addHook('onClose', async () => store.close());
   const cache = new RenderCache(config.renderCacheBytes);
-  const metrics = createMetrics(cache);
+  const pool = new RenderPool({
+    workers: config.renderWorkers,
+    queue: config.renderQueue,
+    timeoutMs: Math.round(config.renderTimeoutSeconds * 1000),
+    inlineBytes: config.renderInlineBytes,
+  });
+  // After in-flight requests (which may wait on the pool): queued renders finish, then the threads stop.
+  app.addHook('onClose', async () => pool.close());
+  // A listening service loads the render pipeline into its workers up front; routes
+  // injected in tests start them on their first miss.
+  app.addHook('onListen', (done) => {
+    pool.warm();
+    // Every registered machine's data into the cache before its first boot (in the background).
+    void prerender.enqueueAll();
+    done();
+  });
   const tokens = new TokenTable(config.tokens);
   const tlsCa = options.tls?.ca ?? options.tlsCa;
-  const context: ServiceContext = { config, cache, metrics, store, signing: urlSigning(config), https: options.tls !== undefined, ...(tlsCa !== undefined ? { tlsCa } : {}) };
+  const partial = { config, cache, store, signing: urlSigning(config), pool, https: options.tls !== undefined, ...(tlsCa !== undefined ? { tlsCa } : {}) } as Omit<ServiceContext, 'metrics' | 'prerender'>;
+  const prerender = new Prerenderer(partial as ServiceContext, app.log);
+  const metrics = createMetrics(cache, pool, prerender);
+  const context: ServiceContext = Object.assign(partial, { metrics, prerender });
+  app.addHook('preClose', (done) => {
+    prerender.close();
+    done();
+  });
   app.setErrorHandler(handleError.bind({ config, metrics }));
 
   // Node's requestTimeout cuts a request whose headers are late, but not a body trickled

@@ -1,13 +1,14 @@
 /**
  * `bootwright render` and `bootwright validate`: a NodeBootstrap file in, bootstrap data
- * (or a verdict) out, through the same pipeline as `POST /v1/render` (src/render.ts).
+ * (or a verdict) out, through the same pipeline as `POST /v1/render`: the render pool's
+ * tasks (src/work/task.ts `runTask`), run inline, as a pool of 0 workers runs them.
  */
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { documentLimits, loadConfig } from '../config.js';
 import { RequestError } from '../errors.js';
-import { renderNodeBootstrap } from '../render.js';
-import { decodeUtf8, parseNodeBootstrap, syntaxForFile } from '../request/parse.js';
+import { decodeUtf8, syntaxForFile } from '../request/parse.js';
+import { adoptRequest, portable, runTask } from '../work/task.js';
 import { DEFAULT_FORMAT, FORMATS, formatNamed, VERSIONED_FORMATS } from '../provision/formats.js';
 import { OUTPUT_FORMATS, PLATFORMS, type NodeBootstrap, type OutputFormat, type Platform } from '../request/schema.js';
 import { EXIT, UsageError, type Command, type Parsed } from './commands.js';
@@ -80,7 +81,8 @@ function readRequest(file: string, command: string): NodeBootstrap {
     throw new UsageError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`, command);
   }
   const text = decodeUtf8(bytes);
-  return parseNodeBootstrap(text, file === '-' ? (text.trimStart().startsWith('{') ? 'json' : 'yaml') : syntaxForFile(file), documentLimits(loadConfig()));
+  const syntax = file === '-' ? (text.trimStart().startsWith('{') ? 'json' : 'yaml') : syntaxForFile(file);
+  return adoptRequest(runTask({ op: 'parse', text, syntax, limits: documentLimits(loadConfig()) }));
 }
 
 /** Write OUT atomically: a sibling temporary file renamed over it, so no half-written file is left. */
@@ -117,10 +119,14 @@ export function runRender(parsed: Parsed, out: NodeJS.WritableStream, err: NodeJ
   }
   const ignitionVersion = parsed.values['ignition-version'] as string | undefined;
   const req = readRequest(requestFile(parsed, 'render'), 'render');
-  const result = renderNodeBootstrap(req, {
-    ...(format ? { format } : {}),
-    ...(ignitionVersion ? { ignitionVersion, ignitionVersionField: '--ignition-version' } : {}),
-    ...(platform ? { platform: platform as Platform, platformField: '--platform' } : {}),
+  const result = runTask({
+    op: 'render',
+    request: portable(req),
+    options: {
+      ...(format ? { format } : {}),
+      ...(ignitionVersion ? { ignitionVersion, ignitionVersionField: '--ignition-version' } : {}),
+      ...(platform ? { platform: platform as Platform, platformField: '--platform' } : {}),
+    },
   });
   if (ignitionVersion && !formatNamed(result.format).versions) {
     throw new RequestError([{ path: '--ignition-version', message: `applies only to --format ${VERSIONED_FORMATS.map((f) => f.name).join('|')}` }]);
@@ -141,7 +147,7 @@ export function runRender(parsed: Parsed, out: NodeJS.WritableStream, err: NodeJ
 export function runValidate(parsed: Parsed, err: NodeJS.WritableStream): number {
   const format = formatFlag(parsed);
   const file = requestFile(parsed, 'validate');
-  const result = renderNodeBootstrap(readRequest(file, 'validate'), format ? { format } : {});
+  const result = runTask({ op: 'render', request: portable(readRequest(file, 'validate')), options: format ? { format } : {} });
   for (const w of result.warnings) err.write(`warning: ${w}\n`);
   err.write(`${file}: valid (${result.format}${result.ignitionVersion ? ` ${result.ignitionVersion}` : ''})\n`);
   return EXIT.ok;

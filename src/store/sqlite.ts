@@ -46,6 +46,23 @@ export const SQLITE_FILE = 'bootwright.db';
 export interface SqliteStoreOptions {
   /** The clock for timestamps (tests); default the system clock. */
   now?: () => Date;
+  /**
+   * Milliseconds the boot routes' writes (`recordAudit`, `takeFetch`,
+   * `recordDiscovered`) may wait to be committed together in one transaction (each its
+   * own savepoint in it); each call resolves only once its transaction has committed.
+   * 0 (default): each is its own transaction at once.
+   */
+  batchMs?: number;
+}
+
+/** Boot-route writes in one batch at most; a full batch is committed at once. */
+export const MAX_BATCH = 256;
+
+/** A boot-route write waiting for its batch. */
+interface Batched {
+  run: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: Error) => void;
 }
 
 /** Where the SQLite migrations are, next to this module (src/ under tsx, dist/ once built). */
@@ -104,16 +121,20 @@ export async function openSqliteStore(path: string, options: SqliteStoreOptions 
     db.close();
     throw e;
   }
-  return new SqliteStore(db, options.now ?? (() => new Date()));
+  return new SqliteStore(db, options.now ?? (() => new Date()), options.batchMs ?? 0);
 }
 
 /** The SQLite {@link Store}. Construct with {@link openSqliteStore}. */
 export class SqliteStore implements Store {
   private readonly statements;
 
+  private batch: Batched[] = [];
+  private batchTimer: NodeJS.Timeout | undefined;
+
   constructor(
     private readonly db: Database.Database,
     private readonly now: () => Date,
+    private readonly batchMs = 0,
   ) {
     this.statements = {
       current: db.prepare<[string, string], CurrentRow>(`SELECT r.revision, v.created_at ${CURRENT_JOIN} WHERE r.kind = ? AND r.name = ?`),
@@ -355,7 +376,7 @@ export class SqliteStore implements Store {
   /** @inheritdoc */
   recordAudit(entry: AuditInput, bounds: AuditBounds = {}): Promise<void> {
     const s = this.statements;
-    return settle(() => {
+    return this.write_(() => {
       this.db
         .transaction(() => {
           s.insertAudit.run(entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp(), entry.reason ?? null);
@@ -388,7 +409,7 @@ export class SqliteStore implements Store {
 
   /** @inheritdoc */
   takeFetch(machine: string, max: number): Promise<boolean> {
-    return settle(() => this.statements.takeFetch.get(machine, max, max) !== undefined);
+    return this.write_(() => this.statements.takeFetch.get(machine, max, max) !== undefined);
   }
 
   /** @inheritdoc */
@@ -406,9 +427,14 @@ export class SqliteStore implements Store {
   /** @inheritdoc */
   recordDiscovered(identity: MachineIdentity, bounds: DiscoveredBounds = {}): Promise<DiscoveredMachine | undefined> {
     const s = this.statements;
-    return settle(() => {
-      const key = discoveredKey(identity);
-      return this.db
+    let key: ReturnType<typeof discoveredKey>;
+    try {
+      key = discoveredKey(identity);
+    } catch (e) {
+      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+    }
+    return this.write_(() =>
+      this.db
         .transaction(() => {
           const now = this.now();
           if (bounds.retentionSeconds) s.expireDiscovered.run(before(now, bounds.retentionSeconds));
@@ -417,8 +443,8 @@ export class SqliteStore implements Store {
           const row = s.touchDiscovered.get(at, key.mac, key.uuid, key.serial, key.hostname) ?? s.insertDiscovered.get(key.mac, key.uuid, key.serial, key.hostname, at, at)!;
           return toDiscovered(row);
         })
-        .immediate();
-    });
+        .immediate(),
+    );
   }
 
   /** @inheritdoc */
@@ -450,9 +476,60 @@ export class SqliteStore implements Store {
     });
   }
 
-  /** @inheritdoc */
+  /**
+   * Run a boot-route write: at once (no batching), or in the next batch, resolving once
+   * the batch's transaction has committed (see {@link SqliteStoreOptions.batchMs}).
+   * Inside the batch, `run`'s own `transaction(...).immediate()` is a savepoint, so a
+   * write that fails is undone alone and rejects alone; a commit that fails rejects them
+   * all (none was acknowledged).
+   */
+  private write_<T>(run: () => T): Promise<T> {
+    if (this.batchMs <= 0) return settle(run);
+    return new Promise<T>((resolve, reject) => {
+      this.batch.push({ run, resolve: resolve as (value: unknown) => void, reject });
+      if (this.batch.length >= MAX_BATCH) this.flush();
+      else this.batchTimer ??= setTimeout(() => this.flush(), this.batchMs);
+    });
+  }
+
+  /** Commit the waiting boot-route writes in one transaction, then settle each. */
+  private flush(): void {
+    clearTimeout(this.batchTimer);
+    this.batchTimer = undefined;
+    const batch = this.batch;
+    this.batch = [];
+    if (batch.length === 0) return;
+    const outcomes: ({ value: unknown } | { error: Error })[] = [];
+    try {
+      this.db
+        .transaction(() => {
+          for (const w of batch) {
+            try {
+              outcomes.push({ value: this.db.transaction(w.run)() });
+            } catch (e) {
+              outcomes.push({ error: e instanceof Error ? e : new Error(String(e)) });
+            }
+          }
+        })
+        .immediate();
+    } catch (e) {
+      const error = e instanceof Error ? e : new Error(String(e));
+      for (const w of batch) w.reject(error);
+      return;
+    }
+    batch.forEach((w, i) => {
+      const o = outcomes[i]!;
+      if ('error' in o) w.reject(o.error);
+      else w.resolve(o.value);
+    });
+  }
+
+  /** @inheritdoc Writes waiting for their batch are committed first. */
   close(): Promise<void> {
-    if (this.db.open) this.db.close();
+    if (this.db.open) {
+      this.flush();
+      this.db.close();
+    }
     return Promise.resolve();
   }
 }

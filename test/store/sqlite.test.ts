@@ -27,6 +27,59 @@ storeSuite(
   },
 );
 
+// The same suite with the boot routes' writes batched (as `serve` opens the store).
+storeSuite(
+  'sqlite, batched writes',
+  () => openSqliteStore(newPath(), { batchMs: 2 }),
+  (closed: Store) => {
+    assert.ok(closed instanceof SqliteStore);
+    return openSqliteStore(closed.path, { batchMs: 2 });
+  },
+);
+
+describe('SQLite batched boot-route writes', () => {
+  it('commits concurrent writes together, each settled alone, the fetch limit exact', async () => {
+    const path = newPath();
+    const store = await openSqliteStore(path, { batchMs: 5 });
+    try {
+      const takes = Array.from({ length: 40 }, () => store.takeFetch('m1', 25));
+      const audits = Array.from({ length: 30 }, (_, i) => store.recordAudit({ machine: 'm1', route: '/ignition', client: '127.0.0.1', status: 200, at: `2026-01-01T00:00:${String(i).padStart(2, '0')}.000Z` }));
+      // A write that fails (NOT NULL) rejects alone; its neighbours in the batch commit.
+      const bad = store.recordAudit({ machine: null as unknown as string, route: '/ignition', client: '127.0.0.1', status: 200 });
+      const taken = await Promise.all(takes);
+      assert.equal(taken.filter(Boolean).length, 25);
+      assert.deepEqual(taken.slice(25), Array.from({ length: 15 }, () => false));
+      await Promise.all(audits);
+      await assert.rejects(bad, /NOT NULL/);
+      assert.equal((await store.audit('m1', { limit: 1000 })).length, 30);
+      assert.equal(await store.fetchCount('m1'), 25);
+      // Read by another connection: committed, not only visible to this one.
+      const db = new Database(path, { readonly: true });
+      try {
+        assert.equal(db.prepare<[], { n: number }>("SELECT count(*) AS n FROM audit WHERE machine = 'm1'").get()!.n, 30);
+      } finally {
+        db.close();
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('close commits the writes still waiting for their batch', async () => {
+    const path = newPath();
+    const store = await openSqliteStore(path, { batchMs: 100 });
+    const pending = store.recordAudit({ machine: 'm2', route: '/ignition', client: '127.0.0.1', status: 200 });
+    await store.close();
+    await pending;
+    const again = await openSqliteStore(path);
+    try {
+      assert.equal((await again.audit('m2')).length, 1);
+    } finally {
+      await again.close();
+    }
+  });
+});
+
 describe('SQLite store specifics', () => {
   it('creates the file mode 0600 in WAL mode, and migrations run once', async () => {
     const path = newPath();

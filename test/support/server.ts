@@ -38,6 +38,9 @@ export async function testService(overrides: Partial<Config> = {}, options: { st
       // Tests block the event loop on purpose (synchronous child processes); shedding is
       // tested on its own with this turned on.
       maxEventLoopDelayMs: 0,
+      // One render worker: every miss still renders off the main thread, as in service,
+      // but each test service starts one thread, not one per core.
+      renderWorkers: 1,
       tokens: [
         { name: 'admin', token: ADMIN, scopes: ['admin'] },
         { name: 'renderer', token: RENDERER, scopes: ['render'] },

@@ -22,7 +22,6 @@
  * /ignition and /nocloud user-data are what pointer configs point at, fetched over HTTP:
  * the profile's `output.platform` user data limit never refuses them ({@link sendTarget}).
  */
-import { documentLimits } from '../../config.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -34,18 +33,17 @@ import { bindableClient, bootstrapUrl, IGNITION_PATH, NOCLOUD_FILES, nocloudPref
 import { createHash } from 'node:crypto';
 import { RequestError } from '../../errors.js';
 import { UserDataLimitError } from '../../platform.js';
-import { machineNodeBootstrap } from '../../store/assemble.js';
 import { NotFoundError } from '../../store/errors.js';
 import { storageFault } from '../../store/faults.js';
 import { isRefusal } from '../../store/store.js';
 import { resourceName, type MachineSpec, type StoredResource } from '../../store/resources.js';
 import type { KnownRequest } from '../cache.js';
-import { type DeliveryQuery, deliveryResponses, sendBootstrapData } from '../deliver.js';
+import { askedIgnitionVersion, type DeliveryQuery, deliveryResponses, sendBootstrapData } from '../deliver.js';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import { sendProblem, type ServiceContext, storageUnavailable } from '../server.js';
 import { UnauthenticatedWrites } from '../unauthenticated.js';
 import { isEncrypted } from '../plain.js';
-import { machineParts, partsKey } from './bootstrap.js';
+import { assembledRequest, machineParts } from './bootstrap.js';
 
 /** Media type of iPXE scripts and the small NoCloud documents. */
 export const SCRIPT_MEDIA_TYPE = 'text/plain; charset=utf-8';
@@ -91,12 +89,12 @@ type SignedRefusal = 'client-address' | 'already-fetched';
  *
  * @throws as `sendBootstrapData`, except the platform's UserDataLimitError
  */
-function sendTarget(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, known: KnownRequest, query: DeliveryQuery): void {
+async function sendTarget(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, known: KnownRequest, query: DeliveryQuery): Promise<void> {
   try {
-    sendBootstrapData(ctx, request, reply, known, query);
+    await sendBootstrapData(ctx, request, reply, known, query);
   } catch (e) {
     if (!(e instanceof UserDataLimitError)) throw e;
-    sendBootstrapData(ctx, request, reply, known, { ...query, platform: null });
+    await sendBootstrapData(ctx, request, reply, known, { ...query, platform: null });
   }
 }
 
@@ -355,10 +353,12 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const refused = refuseVerdict(request, reply, IGNITION_PATH, verdict);
       if (refused) return refused;
       const parts = await machineParts(ctx.store, name, undefined);
-      const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts, documentLimits(ctx.config)));
+      const known = await assembledRequest(ctx, parts);
       if (!(await firstFetch(request, reply, name, IGNITION_PATH, exp, sig))) return reply;
       if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
-      sendTarget(ctx, request, reply, known, { format: 'ignition', ignitionVersion });
+      // Signed, so a real machine's Ignition: later pre-renders render the spec it asked for.
+      ctx.prerender.noteIgnitionVersion(askedIgnitionVersion(request.headers.accept, ignitionVersion));
+      await sendTarget(ctx, request, reply, known, { format: 'ignition', ignitionVersion });
       return reply;
     },
   );
@@ -403,10 +403,10 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       if (refused) return refused;
       if (file === 'user-data') {
         const parts = await machineParts(ctx.store, id, undefined);
-        const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts, documentLimits(ctx.config)));
+        const known = await assembledRequest(ctx, parts);
         if (!(await firstFetch(request, reply, id, route, exp, sig))) return reply;
         if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
-        sendTarget(ctx, request, reply, known, { format: 'cloud-config' });
+        await sendTarget(ctx, request, reply, known, { format: 'cloud-config' });
         return reply;
       }
       const machine = await ctx.store.get('Machine', id);

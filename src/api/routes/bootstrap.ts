@@ -11,7 +11,7 @@
 import { documentLimits } from '../../config.js';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { type AssemblyParts, machineNodeBootstrap } from '../../store/assemble.js';
+import type { AssemblyParts } from '../../store/assemble.js';
 import type { ClusterSpec, ProfileSpec } from '../../store/resources.js';
 import { resourceName, type StoredResource } from '../../store/resources.js';
 import type { Store } from '../../store/store.js';
@@ -52,6 +52,18 @@ export async function machineParts(store: Store, name: string, revision: number 
 export const partsKey = ({ machine, cluster, profile }: AssemblyParts) => `${machine.name}@${machine.revision}\n${cluster.name}@${cluster.revision}\n${profile.name}@${profile.revision}`;
 
 /**
+ * A stored machine's validated request, through the request cache: on a miss,
+ * assembled and validated in the worker pool (src/work/pool.ts).
+ *
+ * @throws AssemblyError (422) when the three do not make a valid NodeBootstrap; the
+ *   pool's RenderOverloadedError, RenderTimeoutError (503).
+ */
+export function assembledRequest(ctx: ServiceContext, parts: AssemblyParts): Promise<KnownRequest> {
+  // Sized as unbounded: an assembly is never small enough to be worth the main thread.
+  return ctx.cache.assembled(partsKey(parts), () => ctx.pool.run({ op: 'assemble', parts, limits: documentLimits(ctx.config) }, Number.POSITIVE_INFINITY));
+}
+
+/**
  * Send a pointer config for a machine (issue 4, "Small user data"): for Ignition, a
  * config whose `ignition.config.replace` names the signed `/ignition` URL, pinned with
  * `ignitionVersion=` to the spec negotiated here, and carries the SHA-512 of exactly the
@@ -60,11 +72,11 @@ export const partsKey = ({ machine, cluster, profile }: AssemblyParts) => `${mac
  * `user-data` URL. The signed URL expires after `signedUrlSeconds`, and the hash holds
  * while the machine, cluster and profile stay unchanged.
  */
-function sendPointer(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, machine: string, known: KnownRequest, query: Parameters<typeof negotiatedRender>[3]): void {
+async function sendPointer(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, machine: string, known: KnownRequest, query: Parameters<typeof negotiatedRender>[3]): Promise<void> {
   reply.header('vary', 'Accept');
   const base = ctx.signing.baseUrl(request);
   // The pointer is what must fit a platform's limit; the data it points at need not.
-  const { result } = negotiatedRender(ctx, request, known, { ...query, platform: null });
+  const { result } = await negotiatedRender(ctx, request, known, { ...query, platform: null });
   let body: string;
   let type: string;
   if (result.format === 'ignition') {
@@ -128,9 +140,9 @@ export const bootstrapRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, c
         throw new RequestError([{ path: 'pointer', message: 'a pointer names the signed URL, which serves the current revisions only; leave out revision' }], 400);
       }
       const parts = await machineParts(ctx.store, request.params.name, request.query.revision);
-      const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts, documentLimits(ctx.config)));
-      if (pointer) sendPointer(ctx, request, reply, parts.machine.name, known, request.query);
-      else sendBootstrapData(ctx, request, reply, known, request.query);
+      const known = await assembledRequest(ctx, parts);
+      if (pointer) await sendPointer(ctx, request, reply, parts.machine.name, known, request.query);
+      else await sendBootstrapData(ctx, request, reply, known, request.query);
       return reply;
     },
   );

@@ -5,7 +5,6 @@
 import { type FastifyPluginCallbackZod, validatorCompiler } from 'fastify-type-provider-zod';
 import { type ZodType, z } from 'zod';
 import { documentLimits } from '../../config.js';
-import { parseNodeBootstrap } from '../../request/parse.js';
 import { nodeBootstrapInputSchema } from '../../request/capi/schema.js';
 import { type RawBody, registerBodyParsers } from '../body.js';
 import { deliveryHeaders, deliveryQuery, deliveryResponses, sendBootstrapData } from '../deliver.js';
@@ -25,9 +24,13 @@ const problemContent = { content: { [PROBLEM_MEDIA_TYPE]: { schema: problemSchem
 /** The render route. Needs the `render` scope. */
 export const renderRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
   // In this plugin's scope only: bodies stay raw text, and the body "validator" passes
-  // them through (the schema still documents the body in OpenAPI).
-  registerBodyParsers(app, 'raw', documentLimits(ctx.config));
-  app.setValidatorCompiler<ZodType>((route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route)));
+  // them through (the schema still documents the body in OpenAPI): on a cache hit the
+  // body is neither parsed nor validated, since the cache key is the body itself.
+  const limits = documentLimits(ctx.config);
+  registerBodyParsers(app, 'raw', limits);
+  // The headers schema (Accept, If-None-Match: optional strings) documents them; Node
+  // hands every header over as a string already, so validating it would only cost.
+  app.setValidatorCompiler<ZodType>((route) => (route.httpPart === 'body' || route.httpPart === 'headers' ? (data: unknown) => ({ value: data }) : validatorCompiler(route)));
   app.post(
     '/v1/render',
     {
@@ -62,9 +65,14 @@ export const renderRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx,
     (request, reply) => {
       // The body arrives unparsed (see registerBodyParsers below): a repeated body is served
       // from the cache without parsing; a new one is parsed and validated exactly as the CLI does.
+      // Parsing and validation of a new body run in the worker pool, sized by the body.
       const raw = request.body as unknown as RawBody;
-      const known = ctx.cache.request(raw.text, raw.syntax, () => parseNodeBootstrap(raw.text, raw.syntax, documentLimits(ctx.config)));
-      sendBootstrapData(ctx, request, reply, known, request.query);
+      const key = ctx.cache.bodyKey(raw.text, raw.syntax);
+      const known = ctx.cache.peekBody(key);
+      if (known) return sendBootstrapData(ctx, request, reply, known, request.query);
+      return ctx.cache
+        .request(key, () => ctx.pool.run({ op: 'parse', text: raw.text, syntax: raw.syntax, limits }, raw.text.length))
+        .then((loaded) => sendBootstrapData(ctx, request, reply, loaded, request.query));
     },
   );
   done();

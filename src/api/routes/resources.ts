@@ -194,6 +194,7 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
       const { input } = readWrite(kind, request.body, undefined);
       await checkWrite(kind, input, writeCheckContext(ctx, request));
       const created = await store.create(kind, input);
+      if (kind === 'Machine') ctx.prerender.enqueue([created.name]);
       void reply.code(201).header('etag', revisionEtag(created.revision)).header('location', `${base}/${created.name}`).header('cache-control', 'no-store');
       return toReadDocument(created);
     },
@@ -294,6 +295,9 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
       }
       await checkWrite(kind, input, writeCheckContext(ctx, request));
       const updated = await store.replace(kind, input, ifMatch !== undefined ? { ifMatch } : {});
+      // Its data (or that of every machine naming it) changed: render it again ahead of the boot.
+      if (kind === 'Machine') ctx.prerender.enqueue([updated.name]);
+      else void ctx.prerender.enqueueReferencing(kind, updated.name);
       void reply.header('etag', revisionEtag(updated.revision)).header('cache-control', 'no-store');
       return toReadDocument(updated);
     },

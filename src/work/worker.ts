@@ -1,0 +1,25 @@
+/**
+ * The render worker's entry (issue 15): piscina imports this module in each worker thread
+ * and calls its default export once per task, which first marks when it started (the
+ * pool's timeout counts from there, not from the time the task waited for a thread). A task's error is returned as a
+ * {@link TaskFailure} (structured cloning would keep only an Error's message), and
+ * rebuilt into its class on the calling thread (src/work/pool.ts).
+ */
+import { failure, runTask, type Task, type TaskFailure, type TaskValue } from './task.js';
+
+/** A task as the pool hands it over: with the cell its start time (ms since the epoch) is written to. */
+export interface Envelope {
+  task: Task;
+  /** A `BigInt64Array` over a SharedArrayBuffer of one element; the pool times the task from this. */
+  started: BigInt64Array;
+}
+
+/** Run one task (src/work/task.ts `runTask`); a failure is returned, not thrown. */
+export default function work({ task, started }: Envelope): TaskValue<Task> | TaskFailure {
+  Atomics.store(started, 0, BigInt(Date.now()));
+  try {
+    return runTask(task);
+  } catch (e) {
+    return failure(e);
+  }
+}

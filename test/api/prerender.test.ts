@@ -1,0 +1,96 @@
+/**
+ * Pre-rendering (issue 15, src/api/prerender.ts): a machine written through the API,
+ * or whose profile is replaced, has its boot data in the render cache before it boots:
+ * its first `/ignition` fetch is a cache hit, byte-identical to a service that renders
+ * on demand; and a change affecting more machines than `prerenderMax` queues only that
+ * many.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { example } from '../support/requests.js';
+import { ADMIN, testService, type TestService } from '../support/server.js';
+
+const API = 'bootwright.dev/v1alpha1';
+const IGNITION_ACCEPT = 'application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1';
+const CLUSTER = (example('init').spec as { cluster: Record<string, unknown> }).cluster;
+const PROFILE = { role: 'worker', kubernetesVersion: 'v1.33.2', output: { format: 'ignition' }, boot: { kernel: 'http://images.example.com/vmlinuz', initrd: [], args: [] } };
+
+const write = async (svc: TestService, method: 'POST' | 'PUT', path: string, kind: string, name: string, spec: unknown) => {
+  const r = await svc.app.inject({ method, url: path, headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, payload: JSON.stringify({ apiVersion: API, kind, metadata: { name }, spec }) });
+  assert.ok(r.statusCode === 201 || r.statusCode === 200, r.body);
+};
+const metric = async (svc: TestService, line: string): Promise<number> => {
+  const body = (await svc.app.inject({ url: '/metrics' })).body;
+  const m = new RegExp(`^${line.replace(/[{}]/g, '\\$&')} (\\d+)$`, 'm').exec(body);
+  return m ? Number(m[1]) : 0;
+};
+/** Until the pre-renderer has nothing queued or in flight (at most 30 s: workers load first). */
+const settled = async (svc: TestService) => {
+  for (let i = 0; i < 3000; i++) {
+    if ((await metric(svc, 'bootwright_prerender_queued_machines')) === 0) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.fail('pre-rendering did not finish');
+};
+/** A machine's first /ignition fetch, as its firmware and Ignition make it. */
+const boot = async (svc: TestService, mac: string) => {
+  const script = (await svc.app.inject({ url: `/ipxe?mac=${mac}` })).body;
+  const url = new URL(/ignition\.config\.url=(\S+)/.exec(script)![1]!);
+  return svc.app.inject({ url: `${url.pathname}${url.search}`, headers: { accept: IGNITION_ACCEPT } });
+};
+const inventory = async (svc: TestService, machines: number) => {
+  await write(svc, 'POST', '/v1/clusters', 'Cluster', 'prod', CLUSTER);
+  await write(svc, 'POST', '/v1/profiles', 'Profile', 'worker', PROFILE);
+  for (let i = 0; i < machines; i++) await write(svc, 'POST', '/v1/machines', 'Machine', `m${i}`, { selectors: { mac: [`52:54:00:00:00:0${i}`] }, cluster: 'prod', profile: 'worker' });
+};
+
+describe('pre-rendering', () => {
+  it('makes the first boot a cache hit, with the bytes an on-demand render gives', async () => {
+    const svc = await testService();
+    const plain = await testService({ prerenderMax: 0 });
+    try {
+      await inventory(svc, 1);
+      await inventory(plain, 1);
+      await settled(svc);
+      assert.ok((await metric(svc, 'bootwright_prerender_total{outcome="rendered"}')) >= 1);
+      const misses = await metric(svc, 'bootwright_render_cache_misses_total');
+      const hits = await metric(svc, 'bootwright_render_cache_hits_total');
+      const first = await boot(svc, '52-54-00-00-00-00');
+      assert.equal(first.statusCode, 200, first.body);
+      assert.equal(await metric(svc, 'bootwright_render_cache_misses_total'), misses, 'the first boot rendered nothing');
+      assert.equal(await metric(svc, 'bootwright_render_cache_hits_total'), hits + 1);
+      const onDemand = await boot(plain, '52-54-00-00-00-00');
+      assert.ok(first.rawPayload.equals(onDemand.rawPayload), 'pre-rendered bytes differ from an on-demand render');
+      assert.equal(first.headers.etag, onDemand.headers.etag);
+      assert.equal(first.headers['content-type'], onDemand.headers['content-type']);
+
+      // A profile change renders the machine's new data ahead of its next boot.
+      await write(svc, 'PUT', '/v1/profiles/worker', 'Profile', 'worker', { ...PROFILE, provisioning: { preKubeadmCommands: ['swapoff -a'] } });
+      await settled(svc);
+      const before = await metric(svc, 'bootwright_render_cache_misses_total');
+      const next = await boot(svc, '52-54-00-00-00-00');
+      assert.equal(next.statusCode, 200);
+      assert.notEqual(next.headers.etag, first.headers.etag);
+      assert.equal(await metric(svc, 'bootwright_render_cache_misses_total'), before);
+    } finally {
+      await svc.app.close();
+      await plain.app.close();
+    }
+  });
+
+  it('queues at most prerenderMax machines of one change', async () => {
+    const svc = await testService({ prerenderMax: 1 });
+    try {
+      await inventory(svc, 3);
+      await settled(svc);
+      const skipped = await metric(svc, 'bootwright_prerender_total{outcome="skipped"}');
+      await write(svc, 'PUT', '/v1/profiles/worker', 'Profile', 'worker', { ...PROFILE, provisioning: { preKubeadmCommands: ['swapoff -a'] } });
+      await settled(svc);
+      assert.equal(await metric(svc, 'bootwright_prerender_total{outcome="skipped"}'), skipped + 2);
+      // The machines not pre-rendered still boot: their first fetch renders.
+      for (const mac of ['52-54-00-00-00-00', '52-54-00-00-00-01', '52-54-00-00-00-02']) assert.equal((await boot(svc, mac)).statusCode, 200);
+    } finally {
+      await svc.app.close();
+    }
+  });
+});
