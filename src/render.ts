@@ -11,6 +11,7 @@ import { renderIgnition } from './provision/ignition/render.js';
 import { renderIgnitionV2 } from './provision/ignition/v2/render.js';
 import { LEGACY_IGNITION_SPEC, type LegacyIgnitionSpecVersion, legacySpecAtMost } from './provision/ignition/v2/version.js';
 import { compareSpecs, highestSpecAtMost, type IgnitionSpecVersion } from './provision/ignition/versions.js';
+import { metadataNodeName } from './provision/plan/bootvalues.js';
 import { buildPlan } from './provision/plan/build.js';
 import { clusterApiOrigin, rewriteProblems, rewriteText } from './request/capi/convert.js';
 import type { NodeBootstrap, OutputFormat, Platform } from './request/schema.js';
@@ -121,8 +122,9 @@ export function renderNodeBootstrap(req: NodeBootstrap, options: RenderOptions =
 
 function render(req: NodeBootstrap, options: RenderOptions): RenderResult {
   const format = options.format ?? req.spec.output?.format ?? 'cloud-config';
-  const kubeadm = buildKubeadm(req);
-  const plan = buildPlan(req, kubeadm);
+  const nodeName = metadataNodeName(req, format);
+  const kubeadm = buildKubeadm(req, nodeName ? { nodeName: nodeName.value } : {});
+  const plan = buildPlan(req, kubeadm, { clusterApi: clusterApiOrigin(req) !== undefined, ...(nodeName ? { nodeName } : {}) });
   let body: string;
   let mediaType: string;
   let ignitionVersion: IgnitionOutputVersion | undefined;
