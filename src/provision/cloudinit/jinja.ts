@@ -27,6 +27,9 @@
 /** Longest expression accepted, in characters between `{{` and `}}`. */
 export const MAX_EXPRESSION_LENGTH = 256;
 
+/** Problems reported for one text at most (the scan stops there). */
+const MAX_PROBLEMS = 10;
+
 /**
  * Names an expression may start with: the instance data's top-level keys
  * (`ds`, `v1`, `v2`, `sys_info`, `merged_cfg`…) and the `v1` keys cloud-init copies to
@@ -220,13 +223,14 @@ export function scanJinja(text: string, strictStatements = false): JinjaScan {
   const expressions: JinjaExpression[] = [];
   const problems: JinjaProblem[] = [];
   let from = 0;
-  for (;;) {
+  while (problems.length < MAX_PROBLEMS) {
     const i = text.indexOf('{', from);
     if (i < 0 || i + 1 >= text.length) break;
     const next = text[i + 1];
     if (next === '{') {
-      const close = text.indexOf('}}', i + 2);
-      const body = close < 0 || close - (i + 2) > MAX_EXPRESSION_LENGTH ? undefined : text.slice(i + 2, close);
+      const rel = text.slice(i + 2, i + 4 + MAX_EXPRESSION_LENGTH).indexOf('}}');
+      const close = rel < 0 || rel > MAX_EXPRESSION_LENGTH ? -1 : i + 2 + rel;
+      const body = close < 0 ? undefined : text.slice(i + 2, close);
       if (body !== undefined) {
         const trimLeft = body.startsWith('-');
         const trimRight = body.endsWith('-');
@@ -244,8 +248,9 @@ export function scanJinja(text: string, strictStatements = false): JinjaScan {
         }
       }
     } else if (next === '%') {
-      const close = text.indexOf('%}', i + 2);
-      const tag = close < 0 ? text.slice(i, i + MAX_EXPRESSION_LENGTH) : text.slice(i, Math.min(close + 2, i + 2 + MAX_EXPRESSION_LENGTH));
+      const rel = text.slice(i + 2, i + 4 + MAX_EXPRESSION_LENGTH).indexOf('%}');
+      const close = rel < 0 ? -1 : i + 2 + rel;
+      const tag = close < 0 ? text.slice(i, i + 2 + MAX_EXPRESSION_LENGTH) : text.slice(i, close + 2);
       const statement = STATEMENTS.exec(tag);
       if (statement && (strictStatements || readsInstanceData(tag.slice(2)))) {
         problems.push({
