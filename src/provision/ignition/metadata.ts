@@ -7,9 +7,10 @@
  * (`AFTERBURN_AWS_HOSTNAME`, …). See docs/boot-identity.md for each platform's names.
  *
  * The filling is a fixed script ({@link METADATA_SCRIPT_TEXT}) run with the file, the
- * configuration and the names as arguments: it reads the file itself (no `source`: the
- * values are never run as shell), fails naming every variable that is unset or empty, and
- * replaces exactly `${NAME}` for the names given; any other `$` text stays as written.
+ * configuration and the names as arguments: it takes each value from the environment, else
+ * reads the file itself (no `source`: the values are never run as shell), fails naming
+ * every variable that is unset or empty, and replaces exactly `${NAME}` for the names
+ * given; any other `$` text stays as written.
  */
 import { shellCommand } from '../shell.js';
 import type { ProvisioningPlan } from '../plan/types.js';
@@ -20,13 +21,16 @@ export const METADATA_SCRIPT = '/etc/kubeadm/metadata.sh';
 
 /**
  * The script: `metadata.sh METADATA_FILE TARGET NAME…`. POSIX sh and awk (Flatcar and
- * Fedora CoreOS have both). Exit status 1, with one `bootwright:` line per problem on
- * standard error, when the file cannot be read or a name is unset or empty; the target is
- * then unchanged. The target keeps mode 0600 (`umask 077`: it holds the join token).
+ * Fedora CoreOS have both). Each value comes from the environment when set there (the
+ * script runs in the bootstrap script's shell: a template's `EnvironmentFile=` drop-in on
+ * the kubeadm unit, e.g. `/run/metadata/coreos`, and its `export NAME=…` commands come
+ * first), else from the metadata file. Exit status 1, with one `bootwright:` line per
+ * variable on standard error, when a name is unset or empty in both; the target is then
+ * unchanged. The target keeps mode 0600 (`umask 077`: it holds the join token).
  */
 export const METADATA_SCRIPT_TEXT = `#!/bin/sh
-# Fill in \${NAME} metadata variables in a file, from a metadata environment file
-# (NAME=value lines). Usage: metadata.sh METADATA_FILE TARGET NAME...
+# Fill in \${NAME} metadata variables in a file, from the environment or else a
+# metadata environment file (NAME=value lines). Usage: metadata.sh METADATA_FILE TARGET NAME...
 umask 077
 meta=$1
 target=$2
@@ -39,8 +43,11 @@ BEGIN {
     i = index(line, "=")
     if (i > 1) val[substr(line, 1, i - 1)] = substr(line, i + 1)
   }
-  if (r < 0) { printf "bootwright: cannot read the metadata file %s\\n", meta > "/dev/stderr"; exit 1 }
-  for (k = 1; k <= n; k++) if (!(want[k] in val) || val[want[k]] == "") { printf "bootwright: %s is not set in %s\\n", want[k], meta > "/dev/stderr"; bad = 1 }
+  why = r < 0 ? ", which cannot be read" : ""
+  for (k = 1; k <= n; k++) {
+    if (ENVIRON[want[k]] != "") val[want[k]] = ENVIRON[want[k]]
+    if (!(want[k] in val) || val[want[k]] == "") { printf "bootwright: %s is not set (neither in the environment nor in %s%s)\\n", want[k], meta, why > "/dev/stderr"; bad = 1 }
+  }
   if (bad) exit 1
 }
 {

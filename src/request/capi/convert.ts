@@ -236,7 +236,7 @@ function kubeadmConfigurations(spec: KubeadmConfigSpec, role: unknown, target: K
   for (const [doc, name] of [[init, 'initConfiguration'], [join, 'joinConfiguration']] as const) {
     const nodeName = (doc.nodeRegistration as Doc | undefined)?.name;
     // A name read at boot (instance-data Jinja, a metadata variable) is checked where it is read (plan/bootvalues.ts).
-    const readAtBoot = typeof nodeName === 'string' && (scanJinja(nodeName).expressions.length > 0 || metadataVariables(nodeName).length > 0);
+    const readAtBoot = typeof nodeName === 'string' && (scanJinja(nodeName).expressions.length > 0 || metadataVariables(nodeName).length > 0 || editsKubeadmConfig(spec));
     if (nodeName !== undefined && !readAtBoot && (typeof nodeName !== 'string' || !DNS_SUBDOMAIN.test(nodeName))) {
       problems.push({ path: `${at}.${name}.nodeRegistration.name`, message: 'must be a DNS-1123 subdomain (a Kubernetes node name), or read it at boot: {{ ds.meta_data.local_hostname }} (cloud-config) or ${COREOS_EC2_HOSTNAME} (Ignition)' });
     }
@@ -255,6 +255,22 @@ function kubeadmConfigurations(spec: KubeadmConfigSpec, role: unknown, target: K
   if (spec.verbosity !== undefined) kubeadm.verbosity = spec.verbosity;
   if (spec.useExperimentalRetryJoin !== undefined) kubeadm.useExperimentalRetryJoin = spec.useExperimentalRetryJoin;
   return kubeadm;
+}
+
+/**
+ * The kubeadm configuration files of CABPK's layouts: `/etc/kubeadm.yml` (Ignition),
+ * `/run/kubeadm/kubeadm.yaml` and `kubeadm-join-config.yaml` (cloud-config).
+ */
+const KUBEADM_CONFIG_FILES = /\/etc\/kubeadm\.yml\b|\/run\/kubeadm\/kubeadm(?:-join-config)?\.yaml\b/;
+
+/**
+ * Whether the template's boot or pre-kubeadm commands edit the kubeadm configuration
+ * (Azure's Flatcar templates: `name: '@@HOSTNAME@@'` and a `sed` over /etc/kubeadm.yml
+ * with the name from the instance metadata service): the node name is then the
+ * commands' business, checked by kubeadm on the node, not a DNS name at write time.
+ */
+function editsKubeadmConfig(spec: KubeadmConfigSpec): boolean {
+  return [...(spec.bootCommands ?? []), ...(spec.preKubeadmCommands ?? [])].some((c) => KUBEADM_CONFIG_FILES.test(c));
 }
 
 /** A Kubernetes node name: a DNS-1123 subdomain. */

@@ -64,9 +64,11 @@ const ignition = (req: unknown) => JSON.parse(renderNodeBootstrap(validateNodeBo
 /**
  * Run the node's `/etc/kubeadm.sh` in `dir`: every node path the script names mapped
  * into `dir`, `kubeadm` replaced by a stand-in that records its config, the metadata
- * file loaded into the environment as the template's `EnvironmentFile=` drop-in does.
+ * file loaded into the environment as the template's `EnvironmentFile=` drop-in does
+ * (`metadata.env`, the `NAME=value` lines of the drop-in's file; `metadata.file`: those of
+ * /run/metadata/flatcar, absent when undefined).
  */
-async function runBootstrap(config: Doc, metadata: string | undefined): Promise<{ dir: string; code: number; stderr: string; kubeadmConfig?: Doc; sentinel: boolean }> {
+async function runBootstrap(config: Doc, metadata: { file?: string; env?: string }): Promise<{ dir: string; code: number; stderr: string; kubeadmConfig?: Doc; sentinel: boolean }> {
   const files = ignitionFiles(config);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'bw-metadata-'));
   const at = (p: string) => path.join(dir, p.replace(/\//g, '_'));
@@ -76,9 +78,10 @@ async function runBootstrap(config: Doc, metadata: string | undefined): Promise<
   script = script.replace(/\bkubeadm join --config (\S+)/, `cp $1 ${at('kubeadm-ran')}`);
   await writeFile(at('/etc/kubeadm/metadata.sh'), files.get('/etc/kubeadm/metadata.sh')!);
   await writeFile(at('/etc/kubeadm.yml'), files.get('/etc/kubeadm.yml')!, { mode: 0o600 });
-  if (metadata !== undefined) await writeFile(at('/run/metadata/flatcar'), metadata);
+  if (metadata.file !== undefined) await writeFile(at('/run/metadata/flatcar'), metadata.file);
+  if (metadata.env !== undefined) await writeFile(at('dropin-env'), metadata.env);
   await writeFile(at('script'), script);
-  const env = metadata === undefined ? '' : `set -a; . ${at('/run/metadata/flatcar')}; set +a; `;
+  const env = metadata.env === undefined ? '' : `set -a; . ${at('dropin-env')}; set +a; `;
   let code = 0;
   let stderr = '';
   try {
@@ -128,8 +131,18 @@ describe('CABPK Ignition layout for Cluster API input', () => {
 });
 
 describe('metadata variables, filled in on the node (sh, awk, envsubst)', { skip }, () => {
+  it('a template\'s own metadata file (EnvironmentFile= in its drop-in, e.g. /run/metadata/coreos) is read through the environment', async () => {
+    const r = await runBootstrap(ignition(worker({ kubeadmConfigSpec: { ...flatcarSpec(false), joinConfiguration: { nodeRegistration: { name: '${COREOS_CUSTOM_HOSTNAME}' } } } })), { env: 'COREOS_CUSTOM_HOSTNAME=capv-md-0-8fz9q\n' });
+    try {
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal((r.kubeadmConfig!.nodeRegistration as Doc).name, 'capv-md-0-8fz9q');
+    } finally {
+      await rm(r.dir, { recursive: true, force: true });
+    }
+  });
+
   it("the template's own envsubst goes first (short name), bootwright's fills the rest; kubeadm sees the node's name", async () => {
-    const r = await runBootstrap(ignition(worker({ kubeadmConfigSpec: flatcarSpec() })), METADATA);
+    const r = await runBootstrap(ignition(worker({ kubeadmConfigSpec: flatcarSpec() })), { file: METADATA, env: METADATA });
     try {
       assert.equal(r.code, 0, r.stderr);
       const registration = r.kubeadmConfig!.nodeRegistration as { name: string; kubeletExtraArgs: { name: string; value: string }[] };
@@ -141,8 +154,8 @@ describe('metadata variables, filled in on the node (sh, awk, envsubst)', { skip
     }
   });
 
-  it('without the template\'s envsubst, bootwright fills the variables in itself, keeping the file 0600', async () => {
-    const r = await runBootstrap(ignition(worker({ kubeadmConfigSpec: flatcarSpec(false) })), METADATA);
+  it('without the template\'s envsubst or drop-in, bootwright fills the variables in from the file, keeping it 0600', async () => {
+    const r = await runBootstrap(ignition(worker({ kubeadmConfigSpec: flatcarSpec(false) })), { file: METADATA });
     try {
       assert.equal(r.code, 0, r.stderr);
       assert.equal((r.kubeadmConfig!.nodeRegistration as Doc).name, 'capo-md-0-x7k2p.novalocal');
@@ -154,9 +167,9 @@ describe('metadata variables, filled in on the node (sh, awk, envsubst)', { skip
   });
 
   it('an unset variable fails the boot naming it; kubeadm does not run and the sentinel stays absent', async () => {
-    const r = await runBootstrap(ignition(worker({ kubeadmConfigSpec: flatcarSpec(false) })), 'COREOS_OPENSTACK_IPV4_LOCAL=10.0.0.12\n');
+    const r = await runBootstrap(ignition(worker({ kubeadmConfigSpec: flatcarSpec(false) })), { file: 'COREOS_OPENSTACK_IPV4_LOCAL=10.0.0.12\n', env: 'COREOS_OPENSTACK_IPV4_LOCAL=10.0.0.12\n' });
     try {
-      assert.match(r.stderr, /bootwright: COREOS_OPENSTACK_HOSTNAME is not set in \S+flatcar/);
+      assert.match(r.stderr, /bootwright: COREOS_OPENSTACK_HOSTNAME is not set \(neither in the environment nor in \S+flatcar\)/);
       assert.match(r.stderr, /bootwright: COREOS_OPENSTACK_INSTANCE_ID is not set/);
       assert.equal(r.kubeadmConfig, undefined);
       assert.equal(r.sentinel, false);
@@ -166,10 +179,10 @@ describe('metadata variables, filled in on the node (sh, awk, envsubst)', { skip
     }
   });
 
-  it('a missing metadata file fails the boot naming the file', async () => {
-    const r = await runBootstrap(ignition(worker({ kubeadmConfigSpec: flatcarSpec(false) })), undefined);
+  it('a missing metadata file fails the boot naming the variables and the file', async () => {
+    const r = await runBootstrap(ignition(worker({ kubeadmConfigSpec: flatcarSpec(false) })), {});
     try {
-      assert.match(r.stderr, /bootwright: cannot read the metadata file \S+flatcar/);
+      assert.match(r.stderr, /bootwright: COREOS_OPENSTACK_HOSTNAME is not set \(neither in the environment nor in \S+flatcar, which cannot be read\)/);
       assert.equal(r.sentinel, false);
     } finally {
       await rm(r.dir, { recursive: true, force: true });
