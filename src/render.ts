@@ -11,7 +11,7 @@ import { renderIgnition } from './provision/ignition/render.js';
 import { renderIgnitionV2 } from './provision/ignition/v2/render.js';
 import { LEGACY_IGNITION_SPEC, type LegacyIgnitionSpecVersion, legacySpecAtMost } from './provision/ignition/v2/version.js';
 import { compareSpecs, highestSpecAtMost, type IgnitionSpecVersion } from './provision/ignition/versions.js';
-import { metadataNodeName } from './provision/plan/bootvalues.js';
+import { metadataNodeName, platformVariableProblems } from './provision/plan/bootvalues.js';
 import { buildPlan } from './provision/plan/build.js';
 import { clusterApiOrigin, rewriteProblems, rewriteText } from './request/capi/convert.js';
 import type { NodeBootstrap, OutputFormat, Platform } from './request/schema.js';
@@ -131,6 +131,8 @@ function render(req: NodeBootstrap, options: RenderOptions): RenderResult {
   const warnings = [...plan.warnings];
   const platform = options.platform === undefined ? req.spec.output?.platform : (options.platform ?? undefined);
   if (format === 'ignition') {
+    const wrongPlatform = platform ? platformVariableProblems(plan.bootValues, platform, options.platform ? (options.platformField ?? 'platform') : 'spec.output.platform') : [];
+    if (wrongPlatform.length > 0) throw new RequestError(wrongPlatform);
     const requested = options.ignitionVersion ?? req.spec.output?.ignitionVersion;
     const field = options.ignitionVersion !== undefined ? (options.ignitionVersionField ?? 'ignitionVersion') : 'spec.output.ignitionVersion';
     const version = requested === undefined ? undefined : resolveIgnitionVersion(requested, field);

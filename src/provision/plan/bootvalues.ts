@@ -13,7 +13,7 @@
  *   never through Jinja or variables in `spec.kubeadm`.
  */
 import { type FieldProblem, RequestError } from '../../errors.js';
-import type { NodeBootstrap, OutputFormat } from '../../request/schema.js';
+import type { NodeBootstrap, OutputFormat, Platform } from '../../request/schema.js';
 import { scanJinja } from '../cloudinit/jinja.js';
 import type { BootValueUse, PlanBootValues } from './types.js';
 
@@ -154,4 +154,35 @@ export function findBootValues(req: NodeBootstrap, clusterApi: boolean, nodeName
     variables,
     ...(metadataFile !== undefined ? { metadataFile } : {}),
   };
+}
+
+/**
+ * The variable prefixes of each platform's metadata agent (afterburn's attribute lists,
+ * `docs/usage/attributes.md`; Flatcar's `COREOS_` names, `docs/usage/legacy-attributes.md`).
+ * vSphere has none (templates write their own `COREOS_CUSTOM_*` file).
+ */
+const PLATFORM_PREFIXES: Readonly<Record<Platform, readonly string[]>> = {
+  aws: ['COREOS_EC2_', 'AFTERBURN_AWS_'],
+  azure: ['COREOS_AZURE_', 'AFTERBURN_AZURE_'],
+  gcp: ['COREOS_GCE_', 'AFTERBURN_GCP_'],
+  openstack: ['COREOS_OPENSTACK_', 'AFTERBURN_OPENSTACK_'],
+  vsphere: [],
+};
+
+/**
+ * Metadata variables that belong to another platform than the one named (`?platform=`,
+ * `spec.output.platform`): `${COREOS_EC2_HOSTNAME}` on OpenStack is never set, so the node
+ * could never join. Variables of no known platform (`COREOS_CUSTOM_*`, other clouds) pass.
+ *
+ * @param field the field or flag that named the platform
+ */
+export function platformVariableProblems(values: PlanBootValues | undefined, platform: Platform, field: string): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  for (const v of values?.variables ?? []) {
+    const owner = (Object.entries(PLATFORM_PREFIXES) as [Platform, readonly string[]][]).find(([, prefixes]) => prefixes.some((p) => v.name.startsWith(p)))?.[0];
+    if (owner !== undefined && owner !== platform) {
+      problems.push({ path: v.path, message: `uses ${v.source}, which the metadata agent writes on ${owner}, but ${field} is ${platform}: the variable would never be set and the node would not join` });
+    }
+  }
+  return problems;
 }

@@ -121,6 +121,14 @@ describe('CABPK Ignition layout for Cluster API input', () => {
     assert.equal(stamp[0]!.path, 'spec.kubeadmConfigSpec.files[0].path');
   });
 
+  it('a variable of another platform than the one named is refused at the field: it would never be set', () => {
+    const req = validateNodeBootstrap(worker({ kubeadmConfigSpec: flatcarSpec() }));
+    const problems = problemsOf(() => renderNodeBootstrap(req, { platform: 'aws', platformField: 'platform' }));
+    assert.deepEqual(problems.map((p) => p.path), ['spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.name', 'spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.kubeletExtraArgs.provider-id']);
+    assert.match(problems[0]!.message, /COREOS_OPENSTACK_HOSTNAME\}, which the metadata agent writes on openstack, but platform is aws/);
+    assert.doesNotThrow(() => renderNodeBootstrap(req, { platform: 'openstack', platformField: 'platform' }));
+  });
+
   it('a native request keeps bootwright\'s layout (kubeadm-bootstrap.service, /etc/kubeadm/)', () => {
     const config = ignition(worker({ nodeName: { fromMetadata: { variable: 'COREOS_EC2_HOSTNAME' } }, output: { format: 'ignition' } }));
     const files = ignitionFiles(config);
