@@ -82,13 +82,10 @@ async function runBootstrap(config: Doc, metadata: { file?: string; env?: string
   if (metadata.env !== undefined) await writeFile(at('dropin-env'), metadata.env);
   await writeFile(at('script'), script);
   const env = metadata.env === undefined ? '' : `set -a; . ${at('dropin-env')}; set +a; `;
-  let code = 0;
-  let stderr = '';
-  try {
-    ({ stderr } = await run('/bin/sh', ['-c', `${env}sh ${at('script')}`], { cwd: dir }));
-  } catch (e) {
-    ({ code, stderr } = e as { code: number; stderr: string });
-  }
+  const { code, stderr } = await run('/bin/sh', ['-c', `${env}sh ${at('script')}`], { cwd: dir }).then(
+    (r) => ({ code: 0, stderr: r.stderr }),
+    (e: unknown) => e as { code: number; stderr: string },
+  );
   const ran = existsSync(at('kubeadm-ran')) ? (load((await readFile(at('kubeadm-ran'), 'utf8')).replace(/^---\n/, '')) as Doc) : undefined;
   return { dir, code, stderr, ...(ran ? { kubeadmConfig: ran } : {}), sentinel: existsSync(at('/run/cluster-api/bootstrap-success.complete')) };
 }
