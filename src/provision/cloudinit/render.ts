@@ -203,7 +203,8 @@ function directoryCommands(dirs: readonly PlanDirectory[]): string[] {
  * @returns the document: first line `#cloud-config` (or the Jinja header, then
  *   `#cloud-config`), ending in a newline.
  * @throws RequestError at the field of each metadata variable (`${COREOS_…}`), which
- *   only Ignition output fills in
+ *   only Ignition output fills in, and (Cluster API input) of each command naming the
+ *   Ignition output's `/etc/kubeadm.yml` or `/etc/kubeadm.sh`
  */
 export function renderCloudConfig(plan: ProvisioningPlan): string {
   const variables = plan.bootValues?.variables ?? [];
@@ -215,6 +216,8 @@ export function renderCloudConfig(plan: ProvisioningPlan): string {
       })),
     );
   }
+  const ignitionPaths = plan.layout === 'cluster-api' ? ignitionLayoutCommands(plan) : [];
+  if (ignitionPaths.length > 0) throw new RequestError(ignitionPaths);
   const scope = plan.bootValues?.jinja;
   if (scope === undefined) return `#cloud-config\n${dumpYaml(cloudConfigDocument(plan, LITERAL))}`;
   // Jinja: the plain document first, so the marks' prefix is one no value contains.
@@ -225,6 +228,26 @@ export function renderCloudConfig(plan: ProvisioningPlan): string {
   };
   const text = dumpYaml(cloudConfigDocument(plan, mark), { doubleQuote: (v) => marks.has(v) });
   return marks.finish(`#cloud-config\n${text}`);
+}
+
+/** CABPK's Ignition file names, which a cloud-config node does not have. */
+const IGNITION_LAYOUT_PATHS = /\/etc\/kubeadm\.(?:yml|sh)\b/;
+
+/**
+ * Commands naming CABPK's Ignition files (`envsubst < /etc/kubeadm.yml …` of a Flatcar
+ * template), each at its request field: on a cloud-config node the file does not exist
+ * (the configuration is under `/run/kubeadm/`), so the edit would be lost.
+ */
+function ignitionLayoutCommands(plan: ProvisioningPlan): { path: string; message: string }[] {
+  const out: { path: string; message: string }[] = [];
+  for (const [key, list] of [['bootCommands', plan.commands.boot], ['preKubeadmCommands', plan.commands.pre], ['postKubeadmCommands', plan.commands.post]] as const) {
+    list.forEach((c, i) => {
+      if (IGNITION_LAYOUT_PATHS.test(c)) {
+        out.push({ path: `spec.provisioning.${key}[${i}]`, message: `names /etc/kubeadm.yml or /etc/kubeadm.sh, the files of the Ignition output; a cloud-config node has its kubeadm configuration at ${CLOUD_CONFIG_KUBEADM_DIR}/${plan.commands.main.configFile.name}: render this template as Ignition (format: ignition)` });
+      }
+    });
+  }
+  return out;
 }
 
 /** How request text enters the document: as it is, or with its Jinja expressions marked ({@link JinjaMarks}). */

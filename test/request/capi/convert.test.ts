@@ -222,6 +222,7 @@ describe('Cluster API input', () => {
       [{ joinConfiguration: { nodeRegistration: { name: 'Not_A_Name' } } }, 'spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.name', /DNS-1123 subdomain/],
       [{ joinConfiguration: { nodeRegistration: { name: '${COREOS_EC2_HOSTNAME}' } } }, 'spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.name', /only the Ignition output fills in/, 'cloud-config'],
       [{ joinConfiguration: { nodeRegistration: { name: '{{ ds.meta_data.local_hostname }}' } } }, 'spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.name', /only cloud-config fills in/, 'ignition'],
+      [{ preKubeadmCommands: ['true', 'envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp'] }, 'spec.kubeadmConfigSpec.preKubeadmCommands[1]', /files of the Ignition output.*\/run\/kubeadm\/kubeadm-join-config\.yaml/, 'cloud-config'],
     ];
     for (const [spec, path, message, format] of cases) {
       const [first] = problemsOf(() => (format ? render(worker({ kubeadmConfigSpec: spec }), format) : validateNodeBootstrap(worker({ kubeadmConfigSpec: spec }))));
