@@ -8,6 +8,8 @@
  * config, which is a few hundred bytes whatever the data.
  */
 import { RequestError } from './errors.js';
+import type { UserDataRule } from './provision/format.js';
+import { formatNamed } from './provision/formats.js';
 import { gzipDeterministic } from './provision/ignition/dataurl.js';
 import type { OutputFormat, Platform } from './request/schema.js';
 
@@ -52,30 +54,33 @@ export class UserDataLimitError extends RequestError {
 /**
  * Fit a rendered payload into `platform`'s user data limit.
  *
- * @param format the payload's format
+ * @param kind the payload's format (its default rule) or the provisioner's own
+ *   {@link UserDataRule}: whether its reader takes user data gzip-compressed whole
  * @param body the payload (UTF-8 text)
  * @param platform the platform whose limit applies
  * @param field the request field or flag that named the platform, for the error
- * @returns nothing to change when the payload fits; for a cloud-config over the limit
- *   whose deterministic gzip (RFC 1952, mtime 0) fits, that gzip and a warning
- * @throws UserDataLimitError (422) at `field` when the payload cannot be made to fit: an
- *   Ignition config over the limit (Ignition reads no compressed user data), or a
- *   cloud-config over it even compressed; the message suggests the pointer config
+ * @returns nothing to change when the payload fits; for a compressible payload (a
+ *   cloud-config) over the limit whose deterministic gzip (RFC 1952, mtime 0) fits, that
+ *   gzip and a warning
+ * @throws UserDataLimitError (422) at `field` when the payload cannot be made to fit: one
+ *   whose reader takes no compressed user data (an Ignition config) over the limit, or a
+ *   compressible one over it even compressed; the message suggests the pointer config
  */
-export function fitUserData(format: OutputFormat, body: string, platform: Platform, field: string): Fitted {
+export function fitUserData(kind: OutputFormat | UserDataRule, body: string, platform: Platform, field: string): Fitted {
+  const rule = typeof kind === 'string' ? formatNamed(kind).userData : kind;
   const { bytes: limit, name } = USER_DATA_LIMITS[platform];
   const size = Buffer.byteLength(body, 'utf8');
   if (size <= limit) return { warnings: [] };
   const over = `over the ${limit}-byte user data limit of ${platform} (${name})`;
-  if (format === 'ignition') {
-    throw new UserDataLimitError(field, `the Ignition config is ${size} bytes, ${over}, and Ignition reads no compressed user data: ${POINTER_HINT}`);
+  if (!rule.gzip) {
+    throw new UserDataLimitError(field, `the ${rule.noun} is ${size} bytes, ${over}, and ${rule.reader} reads no compressed user data: ${POINTER_HINT}`);
   }
   const gzip = gzipDeterministic(Buffer.from(body, 'utf8'));
   if (gzip.length > limit) {
-    throw new UserDataLimitError(field, `the cloud-config is ${size} bytes (${gzip.length} gzip-compressed), ${over} even compressed: ${POINTER_HINT}`);
+    throw new UserDataLimitError(field, `the ${rule.noun} is ${size} bytes (${gzip.length} gzip-compressed), ${over} even compressed: ${POINTER_HINT}`);
   }
   return {
     gzip,
-    warnings: [`the cloud-config is ${size} bytes, ${over}: delivered gzip-compressed whole (${gzip.length} bytes), which cloud-init recognises by its magic bytes`],
+    warnings: [`the ${rule.noun} is ${size} bytes, ${over}: delivered gzip-compressed whole (${gzip.length} bytes), which ${rule.reader} recognises by its magic bytes`],
   };
 }

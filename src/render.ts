@@ -6,25 +6,20 @@ import { createHash } from 'node:crypto';
 import { buildKubeadm } from './bootstrap/kubeadm/build.js';
 import type { KubeadmApiVersion } from './bootstrap/kubeadm/version.js';
 import { fieldError, RequestError } from './errors.js';
-import { CLOUD_CONFIG_MEDIA_TYPE, renderCloudConfig } from './provision/cloudinit/render.js';
-import { renderIgnition } from './provision/ignition/render.js';
-import { renderIgnitionV2 } from './provision/ignition/v2/render.js';
-import { LEGACY_IGNITION_SPEC, type LegacyIgnitionSpecVersion, legacySpecAtMost } from './provision/ignition/v2/version.js';
-import { compareSpecs, highestSpecAtMost, type IgnitionSpecVersion } from './provision/ignition/versions.js';
+import { DEFAULT_FORMAT, formatNamed, VERSIONED_FORMATS } from './provision/formats.js';
+import type { LegacyIgnitionSpecVersion } from './provision/ignition/v2/version.js';
+import type { IgnitionSpecVersion } from './provision/ignition/versions.js';
 import { metadataNodeName, platformVariableProblems } from './provision/plan/bootvalues.js';
 import { buildPlan } from './provision/plan/build.js';
+import { selectProvisioner, servedVersion } from './provision/registry.js';
 import { clusterApiOrigin, rewriteProblems, rewriteText } from './request/capi/convert.js';
 import type { NodeBootstrap, OutputFormat, Platform } from './request/schema.js';
-import { fitUserData, USER_DATA_LIMITS } from './platform.js';
+import { fitUserData } from './platform.js';
 
-/** The media type of Ignition configs (Ignition's own `Accept` names it). */
-export const IGNITION_MEDIA_TYPE = 'application/vnd.coreos.ignition+json';
+export { IGNITION_MEDIA_TYPE } from './provision/ignition/format.js';
 
 /** The media type of a payload delivered gzip-compressed whole (RFC 6713). */
 export const GZIP_MEDIA_TYPE = 'application/gzip';
-
-/** The first Ignition spec that decompresses `data:` URLs (`compression: gzip`). */
-const GZIP_SPEC: IgnitionSpecVersion = '3.1.0';
 
 /** An Ignition spec bootwright writes: 3.0.0–3.6.0, or the legacy 2.3.0. */
 export type IgnitionOutputVersion = IgnitionSpecVersion | LegacyIgnitionSpecVersion;
@@ -33,9 +28,10 @@ export type IgnitionOutputVersion = IgnitionSpecVersion | LegacyIgnitionSpecVers
 export interface RenderOptions {
   format?: OutputFormat;
   /**
-   * Requested Ignition spec ({@link resolveIgnitionVersion}): 3.x gives the highest
-   * supported 3.x spec not above it, 2.3 and later 2.x give 2.3.0. Absent:
-   * `spec.output.ignitionVersion`, else the lowest 3.x spec that can express the config.
+   * Requested version of a versioned format (the Ignition spec, {@link resolveIgnitionVersion}):
+   * 3.x gives the highest supported 3.x spec not above it, 2.3 and later 2.x give 2.3.0.
+   * Absent: `spec.output.ignitionVersion`, else the lowest 3.x spec that can express the
+   * config. Ignored for an unversioned format.
    */
   ignitionVersion?: string;
   /** Name of the field or flag `ignitionVersion` came from, for errors (default `spec.output.ignitionVersion`). */
@@ -69,6 +65,7 @@ export interface RenderResult {
   /** Size of the delivered bytes. */
   size: number;
   kubeadmApiVersion: KubeadmApiVersion;
+  /** The version written, for a versioned format (the Ignition spec). */
   ignitionVersion?: IgnitionOutputVersion;
   warnings: string[];
 }
@@ -77,13 +74,18 @@ export interface RenderResult {
  * Resolve a requested Ignition spec to the one written (DESIGN §4): for 3.x the highest
  * supported spec not above it (`version=3.9.0` gives 3.6.0); for 2.x, 2.3.0 when the
  * request is 2.3.0 or later 2.x (Ignition v0.x reads any 2.x config at or below its own
- * spec), nothing below 2.3.0 (such an Ignition cannot read 2.3.0). See
- * `highestSpecAtMost` and `legacySpecAtMost`.
+ * spec), nothing below 2.3.0 (such an Ignition cannot read 2.3.0). The registered
+ * provisioners of every versioned format decide (`servedVersion`); only Ignition has
+ * versions.
  *
  * @returns the spec, or undefined when none is served for `requested`
  */
 export function servedIgnitionVersion(requested: string): IgnitionOutputVersion | undefined {
-  return highestSpecAtMost(requested) ?? legacySpecAtMost(requested);
+  for (const f of VERSIONED_FORMATS) {
+    const v = servedVersion(f.name as OutputFormat, requested);
+    if (v !== undefined) return v as IgnitionOutputVersion;
+  }
+  return undefined;
 }
 
 /**
@@ -93,16 +95,20 @@ export function servedIgnitionVersion(requested: string): IgnitionOutputVersion 
  */
 export function resolveIgnitionVersion(requested: string, field: string): IgnitionOutputVersion {
   const version = servedIgnitionVersion(requested);
-  if (!version) fieldError(field, `Ignition spec ${requested} is not supported; bootwright emits ${LEGACY_IGNITION_SPEC} and 3.0.0 to 3.6.0`);
+  if (!version) {
+    const f = VERSIONED_FORMATS[0]!.versions!;
+    fieldError(field, `${f.noun} ${requested} is not supported; bootwright emits ${f.served}`);
+  }
   return version;
 }
 
 /**
  * Render a validated request.
  *
- * Format: `options.format`, then `spec.output.format`, then cloud-config. Ignition spec:
- * see {@link RenderOptions.ignitionVersion}; 2.3.0 is rendered by `renderIgnitionV2`
- * (the 3.0.0 config translated down), every 3.x spec by `renderIgnition`.
+ * Format: `options.format`, then `spec.output.format`, then the default format
+ * (cloud-config). The provisioner: the registry's choice for the format, the plan's OS
+ * and the requested version (`src/provision/registry.ts`); see
+ * {@link RenderOptions.ignitionVersion}.
  *
  * @throws RequestError (422) naming the field for anything the builder or the renderer
  *   cannot express (for a request given in Cluster API shape, the Cluster API field).
@@ -121,48 +127,32 @@ export function renderNodeBootstrap(req: NodeBootstrap, options: RenderOptions =
 }
 
 function render(req: NodeBootstrap, options: RenderOptions): RenderResult {
-  const format = options.format ?? req.spec.output?.format ?? 'cloud-config';
-  const nodeName = metadataNodeName(req, format);
+  const format = formatNamed(options.format ?? req.spec.output?.format ?? DEFAULT_FORMAT);
+  const nodeName = metadataNodeName(req, format.name);
   const kubeadm = buildKubeadm(req, nodeName ? { nodeName: nodeName.value } : {});
   const plan = buildPlan(req, kubeadm, { clusterApi: clusterApiOrigin(req) !== undefined, ...(nodeName ? { nodeName } : {}) });
-  let body: string;
-  let mediaType: string;
-  let ignitionVersion: IgnitionOutputVersion | undefined;
-  const warnings = [...plan.warnings];
   const platform = options.platform === undefined ? req.spec.output?.platform : (options.platform ?? undefined);
-  if (format === 'ignition') {
-    const wrongPlatform = platform ? platformVariableProblems(plan.bootValues, platform, options.platform ? (options.platformField ?? 'platform') : 'spec.output.platform') : [];
-    if (wrongPlatform.length > 0) throw new RequestError(wrongPlatform);
-    const requested = options.ignitionVersion ?? req.spec.output?.ignitionVersion;
-    const field = options.ignitionVersion !== undefined ? (options.ignitionVersionField ?? 'ignitionVersion') : 'spec.output.ignitionVersion';
-    const version = requested === undefined ? undefined : resolveIgnitionVersion(requested, field);
-    let out = version === LEGACY_IGNITION_SPEC ? renderIgnitionV2(plan, { versionField: field }) : renderIgnition(plan, version ? { version, versionField: field } : {});
-    // Unasked, the lowest spec is chosen, and below 3.1.0 file contents are never gzipped:
-    // over a platform's limit, try 3.1.0, whose data: URLs Ignition decompresses.
-    if (version === undefined && platform && Buffer.byteLength(out.body, 'utf8') > USER_DATA_LIMITS[platform].bytes && out.version !== LEGACY_IGNITION_SPEC && compareSpecs(out.version, GZIP_SPEC) < 0) {
-      out = renderIgnition(plan, { version: GZIP_SPEC, versionField: field });
-    }
-    body = out.body;
-    warnings.push(...(out.warnings ?? []));
-    ignitionVersion = out.version;
-    mediaType = `${IGNITION_MEDIA_TYPE}; version=${out.version}`;
-  } else {
-    body = renderCloudConfig(plan);
-    mediaType = CLOUD_CONFIG_MEDIA_TYPE;
-    // Cluster API's kubeadm bootstrap provider ignores `ignition` for cloud-config too.
-    if (plan.ignition) warnings.push(`${plan.ignition.origin} is ignored: it applies to Ignition output only`);
-  }
-  const fitted = platform ? fitUserData(format, body, platform, options.platform ? (options.platformField ?? 'platform') : 'spec.output.platform') : { warnings: [] };
+  const platformField = options.platform ? (options.platformField ?? 'platform') : 'spec.output.platform';
+  // A metadata variable another platform's agent writes is never set there (Ignition reads them).
+  const wrongPlatform = platform && format.name === 'ignition' ? platformVariableProblems(plan.bootValues, platform, platformField) : [];
+  if (wrongPlatform.length > 0) throw new RequestError(wrongPlatform);
+  const requested = options.ignitionVersion ?? req.spec.output?.ignitionVersion;
+  const versionField = options.ignitionVersion !== undefined ? (options.ignitionVersionField ?? 'ignitionVersion') : 'spec.output.ignitionVersion';
+  const { provisioner, version } = selectProvisioner(format.name, plan, requested, versionField);
+  const out = provisioner.render(plan, { ...(version !== undefined ? { version } : {}), versionField, ...(platform ? { platform } : {}) });
+  const body = out.body;
+  const mediaType = format.versions && out.version !== undefined ? `${format.mediaType}; version=${out.version}` : format.mediaType;
+  const fitted = platform ? fitUserData(provisioner.userData ?? format.userData, body, platform, platformField) : { warnings: [] };
   const bytes = fitted.gzip ?? Buffer.from(body, 'utf8');
   return {
-    format,
+    format: format.name,
     mediaType: fitted.gzip ? GZIP_MEDIA_TYPE : mediaType,
     body,
     ...(fitted.gzip ? { gzip: fitted.gzip } : {}),
     sha256: createHash('sha256').update(bytes).digest('hex'),
     size: bytes.length,
     kubeadmApiVersion: kubeadm.apiVersion,
-    ...(ignitionVersion ? { ignitionVersion } : {}),
-    warnings: [...warnings, ...fitted.warnings],
+    ...(out.version !== undefined ? { ignitionVersion: out.version as IgnitionOutputVersion } : {}),
+    warnings: [...plan.warnings, ...out.warnings, ...fitted.warnings],
   };
 }

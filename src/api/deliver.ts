@@ -7,8 +7,10 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { CLOUD_CONFIG_MEDIA_TYPE } from '../provision/cloudinit/render.js';
-import { GZIP_MEDIA_TYPE, IGNITION_MEDIA_TYPE, renderNodeBootstrap, type RenderResult, servedIgnitionVersion } from '../render.js';
+import { DEFAULT_FORMAT, FORMATS, formatNamed } from '../provision/formats.js';
+import { targetOs } from '../provision/plan/os.js';
+import { formatsServedFor } from '../provision/registry.js';
+import { GZIP_MEDIA_TYPE, renderNodeBootstrap, type RenderResult } from '../render.js';
 import { OUTPUT_FORMATS, type OutputFormat, PLATFORMS, type Platform } from '../request/schema.js';
 import { type KnownRequest, renderKey } from './cache.js';
 import { ENVELOPE_MEDIA_TYPE, negotiate, type Negotiated } from './negotiate.js';
@@ -56,8 +58,7 @@ export const deliveryResponses = {
   200: {
     description: 'Bootstrap data',
     content: {
-      [CLOUD_CONFIG_MEDIA_TYPE]: { schema: z.string().describe('a #cloud-config document') },
-      [IGNITION_MEDIA_TYPE]: { schema: z.record(z.string(), z.unknown()).describe('an Ignition config (spec in the media type version parameter)') },
+      ...Object.fromEntries(FORMATS.map((f) => [f.mediaType, { schema: f.body === 'text' ? z.string().describe(f.description) : z.record(z.string(), z.unknown()).describe(f.description) }])),
       [ENVELOPE_MEDIA_TYPE]: { schema: envelopeSchema },
       [GZIP_MEDIA_TYPE]: { schema: z.string().describe('a #cloud-config document, gzip-compressed whole to fit ?platform= (binary)') },
     },
@@ -119,7 +120,7 @@ export function negotiatedRender(
   query: DeliveryQuery,
 ): { n: Negotiated; result: RenderResult } {
   const { req, digest } = known;
-  const n = negotiate(query.format, request.headers.accept, req.spec.output?.format ?? 'cloud-config', (v) => servedIgnitionVersion(v) !== undefined);
+  const n = negotiate(query.format, request.headers.accept, req.spec.output?.format ?? DEFAULT_FORMAT, undefined, formatsServedFor(targetOs(req).os));
   const requestedVersion = query.ignitionVersion ?? n.ignitionVersion;
   const result = ctx.cache.render(renderKey(digest, n.format, requestedVersion, query.platform), () =>
     renderNodeBootstrap(req, {
@@ -159,7 +160,8 @@ export function sendBootstrapData(
     void reply.code(304).send();
     return;
   }
-  const type = n.envelope || result.format === 'ignition' || result.gzip ? (n.envelope ? ENVELOPE_MEDIA_TYPE : result.mediaType) : `${CLOUD_CONFIG_MEDIA_TYPE}; charset=utf-8`;
+  const text = formatNamed(result.format).body === 'text';
+  const type = n.envelope || !text || result.gzip ? (n.envelope ? ENVELOPE_MEDIA_TYPE : result.mediaType) : `${result.mediaType}; charset=utf-8`;
   // Bytes, not a string: fastify then sends the media type exactly as given (no added charset).
   void reply.header('content-type', type).send(body);
 }

@@ -8,18 +8,24 @@ import { documentLimits, loadConfig } from '../config.js';
 import { RequestError } from '../errors.js';
 import { renderNodeBootstrap } from '../render.js';
 import { decodeUtf8, parseNodeBootstrap, syntaxForFile } from '../request/parse.js';
+import { DEFAULT_FORMAT, FORMATS, formatNamed, VERSIONED_FORMATS } from '../provision/formats.js';
 import { OUTPUT_FORMATS, PLATFORMS, type NodeBootstrap, type OutputFormat, type Platform } from '../request/schema.js';
 import { EXIT, UsageError, type Command, type Parsed } from './commands.js';
 
+/** `cloud-config|ignition`: the registered formats, for usage lines. */
+const FORMAT_CHOICES = OUTPUT_FORMATS.join('|');
+/** `cloud-config or Ignition`. */
+const FORMAT_TITLES = FORMATS.map((f) => f.title).join(' or ');
+
 const FILE_FLAG = { name: 'file', short: 'f', type: 'string', value: 'FILE', help: 'the NodeBootstrap request, YAML or JSON (- for standard input); or give FILE as the argument' } as const;
-const FORMAT_FLAG = { name: 'format', type: 'string', value: 'FORMAT', help: `output format: ${OUTPUT_FORMATS.join(' | ')} (default: spec.output.format, else cloud-config)` } as const;
+const FORMAT_FLAG = { name: 'format', type: 'string', value: 'FORMAT', help: `output format: ${OUTPUT_FORMATS.join(' | ')} (default: spec.output.format, else ${DEFAULT_FORMAT})` } as const;
 
 /** `bootwright render`. */
 export const RENDER: Command = {
   name: 'render',
-  summary: 'Render a NodeBootstrap request to cloud-config or Ignition',
+  summary: `Render a NodeBootstrap request to ${FORMAT_TITLES}`,
   usage: [
-    'render FILE [--format cloud-config|ignition] [--ignition-version X.Y.Z] [--platform NAME] [-o OUT]',
+    `render FILE [--format ${FORMAT_CHOICES}] [--ignition-version X.Y.Z] [--platform NAME] [-o OUT]`,
     'render -f FILE ...',
   ],
   positionals: 1,
@@ -42,7 +48,7 @@ Examples:
 export const VALIDATE: Command = {
   name: 'validate',
   summary: 'Check that a NodeBootstrap request renders (exit 0) or say why not (exit 2)',
-  usage: ['validate FILE [--format cloud-config|ignition]', 'validate -f FILE ...'],
+  usage: [`validate FILE [--format ${FORMAT_CHOICES}]`, 'validate -f FILE ...'],
   positionals: 1,
   flags: [FILE_FLAG, FORMAT_FLAG],
   details: 'Valid means renderable: what render would refuse is refused here too, naming the field.',
@@ -116,8 +122,8 @@ export function runRender(parsed: Parsed, out: NodeJS.WritableStream, err: NodeJ
     ...(ignitionVersion ? { ignitionVersion, ignitionVersionField: '--ignition-version' } : {}),
     ...(platform ? { platform: platform as Platform, platformField: '--platform' } : {}),
   });
-  if (ignitionVersion && result.format !== 'ignition') {
-    throw new RequestError([{ path: '--ignition-version', message: 'applies only to --format ignition' }]);
+  if (ignitionVersion && !formatNamed(result.format).versions) {
+    throw new RequestError([{ path: '--ignition-version', message: `applies only to --format ${VERSIONED_FORMATS.map((f) => f.name).join('|')}` }]);
   }
   for (const w of result.warnings) err.write(`warning: ${w}\n`);
   const payload = result.gzip ?? result.body;

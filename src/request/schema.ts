@@ -7,6 +7,8 @@
  */
 import { posix } from 'node:path';
 import { z } from 'zod';
+import { OUTPUT_FORMATS } from '../provision/formats.js';
+import { TARGET_OS } from '../provision/plan/types.js';
 
 /** A DNS-1123 label (RFC 1123): lower-case alphanumerics and `-`, at most 63 characters. */
 const dns1123Label = z
@@ -103,13 +105,28 @@ export const clusterSchema = z.strictObject({
   controlPlaneVersion: kubernetesVersion.optional(),
 });
 
-/** Absolute, normalised POSIX path: no `..`, no `.`, no `//`, no trailing `/`. */
+/**
+ * A Windows absolute path: a drive letter, a colon and a separator (`c:/k/azure.json`,
+ * `C:\\k\\azure.json`), as Cluster API's Windows templates write them. Only a Windows
+ * node's plan may hold one (`src/provision/plan/os.ts`).
+ */
+export const WINDOWS_ABSOLUTE = /^[A-Za-z]:[\\/]/;
+
+/**
+ * Absolute, normalised path: POSIX (no `..`, no `.`, no `//`, no trailing `/`), or
+ * Windows-absolute ({@link WINDOWS_ABSOLUTE}) with no `..` component and none of the
+ * characters Windows refuses in a name (`<>:"|?*`, control characters).
+ */
 export const absolutePath = z
   .string()
   .min(2, 'must be an absolute file path')
-  .refine((p) => p.startsWith('/'), 'must be absolute (start with /)')
-  .refine((p) => !p.split('/').includes('..'), 'must not contain ".."')
-  .refine((p) => posix.normalize(p) === p && !p.endsWith('/'), 'must be normalised (no "//", "/./" or trailing "/")')
+  .refine((p) => p.startsWith('/') || WINDOWS_ABSOLUTE.test(p), 'must be absolute (start with /)')
+  .refine((p) => !p.split(WINDOWS_ABSOLUTE.test(p) ? /[\\/]/ : '/').includes('..'), 'must not contain ".."')
+  .refine((p) => WINDOWS_ABSOLUTE.test(p) || (posix.normalize(p) === p && !p.endsWith('/')), 'must be normalised (no "//", "/./" or trailing "/")')
+  .refine(
+    (p) => !WINDOWS_ABSOLUTE.test(p) || (!/[<>:"|?*\x00-\x1f]/.test(p.slice(2)) && !/[\\/]{2}|[\\/]$|[\\/]\.(?:[\\/]|$)/.test(p)),
+    'must be a normalised Windows path (none of <>:"|?*, no "//", "/./" or trailing separator)',
+  )
   .refine((p) => !p.includes('\0'), 'must not contain NUL');
 
 /** Octal permission string `"0640"`/`"640"`, at most 07777. */
@@ -254,8 +271,8 @@ export const kubeadmSchema = z.strictObject({
   useExperimentalRetryJoin: z.boolean().optional(),
 });
 
-export const OUTPUT_FORMATS = ['cloud-config', 'ignition'] as const;
-export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+/** Payload formats: the registered ones (`src/provision/formats.ts`). */
+export { OUTPUT_FORMATS, type OutputFormat } from '../provision/formats.js';
 
 /** Cloud platforms whose user data size limit bootwright knows ({@link ../platform.ts}). */
 export const PLATFORMS = ['aws', 'azure', 'gcp', 'openstack', 'vsphere'] as const;
@@ -263,6 +280,12 @@ export type Platform = (typeof PLATFORMS)[number];
 
 export const outputSchema = z.strictObject({
   format: z.enum(OUTPUT_FORMATS).optional(),
+  /**
+   * The node's operating system (default linux; windows also when a kubeadm
+   * `nodeRegistration.criSocket` is an `npipe://` URL): a Windows node gets cloud-config
+   * for cloudbase-init.
+   */
+  os: z.enum(TARGET_OS).optional(),
   /** The platform the data is user data for: its size limit applies (cloud-config gzipped to fit). */
   platform: z.enum(PLATFORMS).optional(),
   ignitionVersion: z.string().regex(/^\d+\.\d+\.\d+$/, 'must be a spec version such as 3.4.0').optional(),

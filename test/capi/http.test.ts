@@ -33,15 +33,28 @@ describe('Cluster API input over HTTP and the CLI', () => {
     assert.equal(res.text, cli);
   });
 
-  it('a Secret reference is a 422 problem naming the Cluster API field, in the API and the CLI', async () => {
+  it('a Secret reference with no such Secret beside it is a 422 problem naming the reference and the Secret, in the API and the CLI', async () => {
     const body = worker({ kubeadmConfigSpec: { files: [{ path: '/etc/x', contentFrom: { secret: { name: 'bootstrap', key: 'x' } } }] } });
     const res = await request(svc.app.server).post('/v1/render').set('authorization', `Bearer ${RENDERER}`).set('content-type', 'application/json').send(JSON.stringify(body));
     assert.equal(res.status, 422);
     assert.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8');
-    assert.deepEqual(res.body.errors, [{ path: 'spec.kubeadmConfigSpec.files[0].contentFrom', message: 'refers to a Secret, which bootwright cannot read: put the value in content (with encoding: base64 for binary data)' }]);
+    assert.deepEqual(res.body.errors, [{ path: 'spec.kubeadmConfigSpec.files[0].contentFrom.secret.name', message: 'names Secret "bootstrap", which is not in spec.secrets: pass the Secret beside the Cluster API input' }]);
     const cli = spawnSync(process.execPath, [...CLI, 'render', '-f', '-'], { input: JSON.stringify(body), encoding: 'utf8' });
     assert.equal(cli.status, 2);
     assert.equal(cli.stdout, '');
-    assert.match(cli.stderr, /^spec\.kubeadmConfigSpec\.files\[0\]\.contentFrom: refers to a Secret/m);
+    assert.match(cli.stderr, /^spec\.kubeadmConfigSpec\.files\[0\]\.contentFrom\.secret\.name: names Secret "bootstrap"/m);
+  });
+
+  it('with the Secret in spec.secrets, the API and the CLI serve the same bytes, the value in the file', async () => {
+    const body = worker({
+      kubeadmConfigSpec: { files: [{ path: '/etc/x', permissions: '0600', contentFrom: { secret: { name: 'bootstrap', key: 'x' } } }] },
+      secrets: [{ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'bootstrap' }, data: { x: Buffer.from('token=s3cr3t\n').toString('base64') } }],
+    });
+    const res = await request(svc.app.server).post('/v1/render').set('authorization', `Bearer ${RENDERER}`).set('content-type', 'application/json').send(JSON.stringify(body));
+    assert.equal(res.status, 200);
+    assert.match(res.text, /- path: \/etc\/x\n {4}owner: root:root\n {4}permissions: '0600'\n {4}content: \|\n {6}token=s3cr3t\n/);
+    const cli = spawnSync(process.execPath, [...CLI, 'render', '-f', '-'], { input: JSON.stringify(body), encoding: 'utf8' });
+    assert.equal(cli.status, 0, cli.stderr);
+    assert.equal(cli.stdout, res.text);
   });
 });

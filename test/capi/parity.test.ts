@@ -14,6 +14,12 @@
  *   `{{`, `{%` or `{#` (a Go template in a `sed`, a Helm file) is read by cloud-init's
  *   Jinja: the node gets other bytes, or cloud-init drops the whole user data. bootwright
  *   writes the header only when instance data is read, and escapes every other brace.
+ * - Windows (cloudbase-init): CABPK's template is the Linux one (`cloudinit.go`), so it
+ *   writes keys cloudbase-init ignores (`owner`, `bootcmd`, `disk_setup`, `mounts`,
+ *   `sudo`, `lock_passwd`), hands a crypt(3) `passwd` hash to cloudbase-init as the
+ *   password itself, writes the retry join as a bash script cmd.exe cannot run, and
+ *   puts `users` after `runcmd`, which cloudbase-init (running plugins in key order)
+ *   then runs after kubeadm.
  *
  * Boot-time identity is CABPK's: the same Jinja header and kubeadm file for cloud-config;
  * for Ignition, CABPK's layout (`/etc/kubeadm.yml` 0600, `/etc/kubeadm.sh` 0700 run by
@@ -28,6 +34,7 @@ import { RequestError } from '../../src/errors.js';
 import { renderNodeBootstrap } from '../../src/render.js';
 import { validateNodeBootstrap } from '../../src/request/parse.js';
 import { capiRequest } from '../support/capi.js';
+import { capzWindowsRequest, cloudbaseInitDocument } from '../support/windows.js';
 import { cloudConfigFiles, ignitionFiles } from '../support/decode.js';
 import { worker } from '../support/requests.js';
 import { cloudInitSchema, validateCloudConfigSchema, validateIgnitionSchema } from '../support/validators.js';
@@ -236,5 +243,49 @@ describe('CABPK parity: boot-time identity', () => {
     assert.deepEqual(script.slice(1, 3), ['envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp', 'mv /etc/kubeadm.yml.tmp /etc/kubeadm.yml']);
     assert.ok(script.some((l) => l.includes('kubeadm join --config /etc/kubeadm.yml && echo success > /run/cluster-api/bootstrap-success.complete')));
     assert.deepEqual(validateIgnitionSchema(JSON.stringify(config), String((config.ignition as Doc).version)), []);
+  });
+});
+
+/** Where a CABPK path lands on Windows: cloudbase-init (`os.path.abspath`) and cmd.exe resolve `/x` on the system drive. */
+const onWindows = (path: string) => (path.startsWith('/') ? `c:${path}` : path).replaceAll('\\', '/').toLowerCase();
+
+describe('CABPK parity: Windows (cloudbase-init), CAPZ Windows template', () => {
+  it('the kubeadm configuration and the sentinel land where CABPK\'s /run/kubeadm and /run/cluster-api paths land on Windows', () => {
+    const doc = cloudbaseInitDocument(cloudConfig(capzWindowsRequest())) as { write_files: { path: string }[]; runcmd: string[] };
+    // CABPK: /run/kubeadm/kubeadm-join-config.yaml, /run/cluster-api/placeholder, and the sentinel the contract names for Windows.
+    assert.deepEqual(doc.write_files.slice(-2).map((f) => onWindows(f.path)), [onWindows('/run/kubeadm/kubeadm-join-config.yaml'), onWindows('/run/cluster-api/placeholder')]);
+    const [kubeadm, ...post] = doc.runcmd;
+    const sentinel = / && echo success > (\S+)$/.exec(kubeadm!)![1]!;
+    assert.equal(onWindows(sentinel), onWindows('C:\\run\\cluster-api\\bootstrap-success.complete'));
+    assert.equal(onWindows(sentinel), onWindows('/run/cluster-api/bootstrap-success.complete'));
+    assert.match(kubeadm!, /^kubeadm join --config C:\/run\/kubeadm\/kubeadm-join-config\.yaml && /);
+    // The template's own commands, as CABPK runs them: pre (none), kubeadm, then post in order.
+    assert.deepEqual(post, ['nssm set kubelet start SERVICE_AUTO_START', 'powershell C:/defender-exclude-calico.ps1']);
+  });
+
+  it('CABPK fault: users after runcmd run after kubeadm on cloudbase-init; here users come first and runcmd last', () => {
+    assert.deepEqual(Object.keys(cloudbaseInitDocument(cloudConfig(capzWindowsRequest()))), ['users', 'write_files', 'runcmd']);
+  });
+
+  it('CABPK fault: keys cloudbase-init ignores or misreads; here no owner is written and the rest is refused at the Cluster API field', () => {
+    const doc = cloudbaseInitDocument(cloudConfig(capzWindowsRequest())) as { write_files: Doc[] };
+    assert.ok(doc.write_files.every((f) => !('owner' in f)), 'cloudbase-init sets no owner');
+    const win = (spec: Doc) => {
+      const req = capzWindowsRequest();
+      Object.assign((req.spec.kubeadmConfig as { spec: { template: { spec: Doc } } }).spec.template.spec, spec);
+      try {
+        cloudConfig(req);
+      } catch (e) {
+        if (e instanceof RequestError) return e.problems.map((p) => p.path);
+        throw e;
+      }
+      return [];
+    };
+    const at = 'spec.kubeadmConfig.spec.template.spec';
+    assert.deepEqual(win({ users: [{ name: 'capi', groups: 'Administrators', passwd: '$6$salt$hash' }] }), [`${at}.users[0].passwd`]);
+    assert.deepEqual(win({ users: [{ name: 'capi', sudo: 'ALL=(ALL) NOPASSWD:ALL', lockPassword: true }] }), [`${at}.users[0].sudo`, `${at}.users[0].lockPassword`]);
+    assert.deepEqual(win({ bootCommands: ['echo boot'] }), [`${at}.bootCommands`]);
+    assert.deepEqual(win({ mounts: [['LABEL=data', 'D:/data']] }), [`${at}.mounts`]);
+    assert.deepEqual(win({ useExperimentalRetryJoin: true }), [`${at}.useExperimentalRetryJoin`]);
   });
 });

@@ -6,6 +6,8 @@
  * Jinja pass renders exactly the expressions the request meant, each as written, and
  * gives back every other byte of the YAML the serializer wrote.
  */
+import type { ProvisioningPlan } from '../plan/types.js';
+import { dumpYaml } from '../../yaml/dump.js';
 import { escapeForJinja, JINJA_HEADER, scanJinja } from './jinja.js';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
@@ -74,4 +76,38 @@ export class JinjaMarks {
     if (seen !== this.sources.length) throw new Error(`cloud-config Jinja: ${this.sources.length} expressions marked, ${seen} found after serializing`);
     return `${JINJA_HEADER}\n${out}${escapeForJinja(text.slice(at))}`;
   }
+}
+
+/** How request text enters a document: as it is, or with its Jinja expressions marked ({@link JinjaMarks}). */
+export interface Mark {
+  /** A command or plain-text file content of the request. */
+  text: (text: string) => string;
+  /** The kubeadm documents, serialized; undefined: the plan's `contents`. */
+  kubeadm?: (documents: readonly Record<string, unknown>[]) => string;
+}
+
+/** Request text as it is (a document without Jinja). */
+export const LITERAL: Mark = { text: (t) => t };
+
+/**
+ * A cloud-config document (`#cloud-config`, then the YAML of `build(mark)`), with
+ * instance-data Jinja when the plan reads instance data (`plan.bootValues.jinja`): the
+ * Jinja header first, request text through the marks (all of it for Cluster API input,
+ * the kubeadm configuration only for `spec.nodeName.fromMetadata`), values holding an
+ * expression double-quoted, every other brace escaped. Shared by the cloud-init and
+ * cloudbase-init renderers, which read the same header.
+ *
+ * @param build the renderer's document, request text through `mark`
+ */
+export function cloudConfigWithJinja(plan: ProvisioningPlan, build: (mark: Mark) => Record<string, unknown>): string {
+  const scope = plan.bootValues?.jinja;
+  if (scope === undefined) return `#cloud-config\n${dumpYaml(build(LITERAL))}`;
+  // The plain document first, so the marks' prefix is one no value contains.
+  const marks = JinjaMarks.avoiding(dumpYaml(build(LITERAL)));
+  const doubleQuote = (v: string) => marks.has(v);
+  const mark: Mark = {
+    text: scope === 'request' ? (t) => marks.mark(t) : (t) => t,
+    kubeadm: (docs) => docs.map((d) => `---\n${dumpYaml(marks.markStrings(d), { doubleQuote })}`).join(''),
+  };
+  return marks.finish(`#cloud-config\n${dumpYaml(build(mark), { doubleQuote })}`);
 }

@@ -10,13 +10,11 @@
 import { partitionDevice } from '../plan/devices.js';
 import { fstabEscape, needsFstabEscape } from '../plan/fstab.js';
 import type { PlanDirectory, PlanDisk, PlanFile, PlanFilesystem, PlanMount, PlanUser, ProvisioningPlan } from '../plan/types.js';
-import { dumpYaml } from '../../yaml/dump.js';
 import { RequestError } from '../../errors.js';
 import { retriedCommand, shellCommand } from '../shell.js';
-import { JinjaMarks } from './jinja-document.js';
+import { cloudConfigWithJinja, type Mark } from './jinja-document.js';
 
-/** The media type of a cloud-config document (cloud-init user data). */
-export const CLOUD_CONFIG_MEDIA_TYPE = 'text/cloud-config';
+export { CLOUD_CONFIG_MEDIA_TYPE } from './format.js';
 
 /** Where cloud-config nodes get their kubeadm configuration (CABPK's path). */
 export const CLOUD_CONFIG_KUBEADM_DIR = '/run/kubeadm';
@@ -41,7 +39,7 @@ export function octal(mode: number): string {
  * the characters YAML 1.1 treats as line breaks or a byte-order mark (CR, NEL, U+2028,
  * U+2029, U+FEFF).
  */
-function isPlainText(bytes: Uint8Array): string | undefined {
+export function isPlainText(bytes: Uint8Array): string | undefined {
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
@@ -218,16 +216,7 @@ export function renderCloudConfig(plan: ProvisioningPlan): string {
   }
   const ignitionPaths = plan.layout === 'cluster-api' ? ignitionLayoutCommands(plan) : [];
   if (ignitionPaths.length > 0) throw new RequestError(ignitionPaths);
-  const scope = plan.bootValues?.jinja;
-  if (scope === undefined) return `#cloud-config\n${dumpYaml(cloudConfigDocument(plan, LITERAL))}`;
-  // Jinja: the plain document first, so the marks' prefix is one no value contains.
-  const marks = JinjaMarks.avoiding(dumpYaml(cloudConfigDocument(plan, LITERAL)));
-  const mark: Mark = {
-    text: scope === 'request' ? (t) => marks.mark(t) : (t) => t,
-    kubeadm: (docs) => docs.map((d) => `---\n${dumpYaml(marks.markStrings(d), { doubleQuote: (v) => marks.has(v) })}`).join(''),
-  };
-  const text = dumpYaml(cloudConfigDocument(plan, mark), { doubleQuote: (v) => marks.has(v) });
-  return marks.finish(`#cloud-config\n${text}`);
+  return cloudConfigWithJinja(plan, (mark) => cloudConfigDocument(plan, mark));
 }
 
 /** CABPK's Ignition file names, which a cloud-config node does not have. */
@@ -249,16 +238,6 @@ function ignitionLayoutCommands(plan: ProvisioningPlan): { path: string; message
   }
   return out;
 }
-
-/** How request text enters the document: as it is, or with its Jinja expressions marked ({@link JinjaMarks}). */
-interface Mark {
-  /** A command or plain-text file content. */
-  text: (text: string) => string;
-  /** The kubeadm documents, serialized; undefined: the plan's `contents`. */
-  kubeadm?: (documents: readonly Record<string, unknown>[]) => string;
-}
-
-const LITERAL: Mark = { text: (t) => t };
 
 /** The cloud-config document of a plan (see {@link renderCloudConfig}), request text through `mark`. */
 function cloudConfigDocument(plan: ProvisioningPlan, mark: Mark): Record<string, unknown> {

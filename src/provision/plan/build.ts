@@ -2,6 +2,7 @@
  * Assembling the ProvisioningPlan from a request and the kubeadm builder's output: the
  * one place where bootstrap (kubeadm) meets provisioning (files, users, disks, commands).
  */
+import { osPlanProblems, targetOs, WINDOWS_SUCCESS_SENTINEL } from './os.js';
 import { gunzipSync } from 'node:zlib';
 import type { KubeadmBootstrap } from '../../bootstrap/kubeadm/build.js';
 import type { FileInput, NodeBootstrap } from '../../request/schema.js';
@@ -205,13 +206,14 @@ export interface BuildPlanOptions {
  * command and Cluster API's success sentinel, and the additional Ignition config
  * (`spec.provisioning.ignition.containerLinuxConfig`, kept as text for the Ignition
  * renderer), and the directories above files a created user owns under their home
- * ({@link homeDirectories}), the values the node reads at boot ({@link findBootValues})
- * and the layout (Cluster API's for Cluster API input). The plan is then checked once
- * for every format (`checkPlan`).
+ * ({@link homeDirectories}), the values the node reads at boot ({@link findBootValues}),
+ * the layout (Cluster API's for Cluster API input). The node's OS is `targetOs` (`./os.ts`); a Windows plan's
+ * sentinel is `C:\run\cluster-api\bootstrap-success.complete`. The plan is then checked
+ * once for every format (`checkPlan`) and for its OS (`osPlanProblems`).
  *
  * @throws RequestError naming the field for contents that do not decode, for request
  *   files and mount points at a path bootwright needs ({@link bootPathProblem}), and for
- *   every problem `checkPlan` finds
+ *   every problem `checkPlan` and `osPlanProblems` find
  */
 export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap, options: BuildPlanOptions = {}): ProvisioningPlan {
   const prov = req.spec.provisioning ?? {};
@@ -232,8 +234,11 @@ export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap, options
       ...(u.sudo !== undefined ? { sudo: u.sudo } : {}),
       sshAuthorizedKeys: u.sshAuthorizedKeys ?? [],
     }));
+  const os = targetOs(req);
   const plan: ProvisioningPlan = {
     nodeName: req.metadata.name,
+    os: os.os,
+    ...(os.field !== undefined ? { osField: os.field } : {}),
     files,
     directories: homeDirectories(files, users),
     users,
@@ -268,13 +273,13 @@ export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap, options
       main: { argv: kubeadm.argv, configFile: { name: kubeadm.fileName, contents: kubeadm.yaml, documents: kubeadm.documents }, ...(kubeadm.retry ? { retry: kubeadm.retry } : {}) },
       post: prov.postKubeadmCommands ?? [],
     },
-    successSentinel: SUCCESS_SENTINEL,
+    successSentinel: os.os === 'windows' ? WINDOWS_SUCCESS_SENTINEL : SUCCESS_SENTINEL,
     ...planIgnition(prov),
     bootValues,
     layout: clusterApi ? 'cluster-api' : 'bootwright',
     warnings: [...kubeadm.warnings],
   };
-  const problems = [...bootPathProblems(plan), ...checkPlan(plan)];
+  const problems = [...bootPathProblems(plan), ...checkPlan(plan), ...osPlanProblems(plan, req)];
   if (problems.length > 0) throw new RequestError(problems);
   return plan;
 }

@@ -243,10 +243,18 @@ export interface PlanBootValues {
  */
 export type PlanLayout = 'bootwright' | 'cluster-api';
 
+/** The operating system a plan is for; each provisioner writes for one. */
+export const TARGET_OS = ['linux', 'windows'] as const;
+export type TargetOs = (typeof TARGET_OS)[number];
+
 /** The whole plan. */
 export interface ProvisioningPlan {
   /** Node name, used for hostnames and unit descriptions. */
   nodeName: string;
+  /** The node's operating system: only provisioners for it can render the plan (absent: linux). */
+  os?: TargetOs;
+  /** The request field that chose `os` (for errors); absent: the default, linux. */
+  osField?: string;
   files: PlanFile[];
   directories: PlanDirectory[];
   users: PlanUser[];

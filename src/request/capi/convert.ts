@@ -10,8 +10,8 @@
  *   `discovery.timeout`); a value the target version cannot hold is an error naming it;
  * - a worker's JoinConfiguration gets the `node.cluster.x-k8s.io/uninitialized:NoSchedule`
  *   taint, as CABPK adds it (Cluster API removes it once the Node is initialised);
- * - `files[].contentFormat: Template` is executed; `contentFrom` and `passwdFrom` (Secret
- *   references an HTTP service cannot resolve) are refused with a message to inline;
+ * - `files[].contentFormat: Template` is executed; `contentFrom` and `passwdFrom` are read
+ *   from the Secrets passed beside the input in `spec.secrets` ({@link indexSecrets});
  * - `format` becomes `spec.output.format`, `ignition` becomes `spec.provisioning.ignition`.
  *
  * Problems found after the rewrite name the fields the caller wrote: see
@@ -22,11 +22,15 @@ import { duration } from '../../bootstrap/kubeadm/types.js';
 import { parseKubeVersion, selectKubeadmApiVersion, type KubeadmApiVersion } from '../../bootstrap/kubeadm/version.js';
 import { zodProblems } from '../parse.js';
 import { type ClusterApiVersion, type KubeadmConfigSpec, kubeadmConfigObjectSchema, kubeadmConfigSpecSchema } from './schema.js';
+import { indexSecrets, type SecretIndex, secretText } from './secrets.js';
 import { executeTemplate } from './template.js';
 import { scanJinja } from '../../provision/cloudinit/jinja.js';
 import { metadataVariables } from '../../provision/plan/bootvalues.js';
 
 type Doc = Record<string, unknown>;
+
+/** A file's `encoding` (Cluster API `Encoding`). */
+type FileEncoding = 'base64' | 'gzip' | 'gzip+base64';
 
 const isObject = (v: unknown): v is Doc => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
 
@@ -53,11 +57,14 @@ export function rewriteProblems(problems: readonly FieldProblem[], rewrite: Path
   return problems.map((p) => ({ path: rewriteText(p.path, rewrite), message: rewriteText(p.message, rewrite) }));
 }
 
+/** `text` with every regular expression metacharacter escaped (paths hold `.`, `[` and `]`). */
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
 /** Rename the field paths in one text (a path, a message or a warning); see {@link rewriteProblems}. */
 export function rewriteText(text: string, rewrite: PathRewrite): string {
   // Every rule, in order (the more specific first); a renamed path never matches a later
   // rule, since each rule needs its prefix to end at a path boundary.
-  return rewrite.reduce((out, [from, to]) => out.replace(new RegExp(`${from.replaceAll('.', '\\.')}(?=$|[.\\[\\s,;:)])`, 'g'), to), text);
+  return rewrite.reduce((out, [from, to]) => out.replace(new RegExp(`${escapeRegExp(from)}(?=$|[.\\[\\s,;:)])`, 'g'), to), text);
 }
 
 /** Remember that `request` was rewritten from Cluster API input (for errors raised later, at render). */
@@ -276,9 +283,31 @@ function editsKubeadmConfig(spec: KubeadmConfigSpec): boolean {
 /** A Kubernetes node name: a DNS-1123 subdomain. */
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
-/** Cluster API's provisioning fields as `spec.provisioning`: Secret references refused, templates executed. */
-function provisioning(spec: KubeadmConfigSpec, request: Doc, at: string, problems: FieldProblem[]): Doc {
+/**
+ * A file's `content` and `encoding` from a Secret's bytes, as CABPK writes `contentFrom`
+ * (the value stands for `content`, under the file's `encoding`). With no encoding the
+ * bytes are passed base64-encoded (`encoding: base64`), so they reach the node exactly,
+ * whatever they hold, and are never read as a template; with `gzip` they are the gzip
+ * stream; with `base64` or `gzip+base64`, the encoded text the Secret holds.
+ */
+function secretFileContent(bytes: Uint8Array<ArrayBuffer>, encoding: FileEncoding | undefined, at: string, problems: FieldProblem[]): { content: string | Uint8Array<ArrayBuffer>; encoding: FileEncoding } {
+  if (encoding === undefined) return { content: Buffer.from(bytes).toString('base64'), encoding: 'base64' };
+  if (encoding === 'gzip') return { content: bytes, encoding };
+  const text = secretText(bytes);
+  if (text === undefined) problems.push({ path: at, message: `reads a value that is not text, but encoding ${encoding} takes the encoded text: store the ${encoding} text in the Secret, or drop encoding` });
+  return { content: text ?? '', encoding };
+}
+
+/**
+ * Cluster API's provisioning fields as `spec.provisioning`: Secret references resolved
+ * from `secrets`, templates executed.
+ *
+ * @returns the provisioning section, and the path rewrites of the fields filled from a
+ *   Secret (`spec.provisioning.files[i].content` came from `…files[i].contentFrom`)
+ */
+function provisioning(spec: KubeadmConfigSpec, request: Doc, at: string, secrets: SecretIndex, problems: FieldProblem[]): { out: Doc; rewrite: [string, string][] } {
   const out: Doc = {};
+  const rewrite: [string, string][] = [];
   const version = (request.cluster as Doc | undefined)?.controlPlaneVersion ?? request.kubernetesVersion;
   const controlPlaneVersion = typeof version === 'string' ? (version.startsWith('v') ? version : `v${version}`) : '';
   if (spec.files) {
@@ -286,9 +315,13 @@ function provisioning(spec: KubeadmConfigSpec, request: Doc, at: string, problem
       const { contentFrom, contentFormat, ...file } = f;
       const path = `${at}.files[${i}]`;
       if (contentFrom) {
-        problems.push({ path: `${path}.contentFrom`, message: 'refers to a Secret, which bootwright cannot read: put the value in content (with encoding: base64 for binary data)' });
-      }
-      if (contentFormat === 'Template') {
+        if (file.content !== undefined) problems.push({ path: `${path}.content`, message: 'give content or contentFrom, not both' });
+        if (contentFormat !== undefined) problems.push({ path: `${path}.contentFormat`, message: 'applies to content, not to a Secret\'s value (contentFrom), which is written as it is' });
+        const resolved = secrets.resolve(contentFrom, `${path}.contentFrom`);
+        if (resolved instanceof Uint8Array) Object.assign(file, secretFileContent(resolved, file.encoding, `${path}.contentFrom`, problems));
+        else if (resolved) problems.push(resolved);
+        rewrite.push([`spec.provisioning.files[${i}].content`, `${path}.contentFrom`]);
+      } else if (contentFormat === 'Template') {
         if (file.encoding !== undefined || typeof file.content !== 'string') problems.push({ path: `${path}.contentFormat`, message: 'Template applies to plain-text content; remove encoding' });
         else file.content = executeTemplate(file.content, { controlPlane: { version: controlPlaneVersion } }, `${path}.content`, problems);
       }
@@ -298,14 +331,26 @@ function provisioning(spec: KubeadmConfigSpec, request: Doc, at: string, problem
   if (spec.users) {
     out.users = spec.users.map((u, i) => {
       const { passwdFrom, ...user } = u;
-      if (passwdFrom) problems.push({ path: `${at}.users[${i}].passwdFrom`, message: 'refers to a Secret, which bootwright cannot read: put the password hash in passwd' });
+      if (passwdFrom) {
+        const path = `${at}.users[${i}].passwdFrom`;
+        if (user.passwd !== undefined) problems.push({ path: `${at}.users[${i}].passwd`, message: 'give passwd or passwdFrom, not both' });
+        const resolved = secrets.resolve(passwdFrom, path);
+        if (!(resolved instanceof Uint8Array)) {
+          if (resolved) problems.push(resolved);
+        } else {
+          const text = secretText(resolved);
+          if (text === undefined || text === '') problems.push({ path, message: 'reads a value that is not a password hash: the Secret must hold the hash as non-empty UTF-8 text' });
+          else user.passwd = text;
+        }
+        rewrite.push([`spec.provisioning.users[${i}].passwd`, path]);
+      }
       return user;
     });
   }
   for (const key of ['diskSetup', 'mounts', 'bootCommands', 'preKubeadmCommands', 'postKubeadmCommands', 'ntp', 'ignition'] as const) {
     if (spec[key] !== undefined) out[key] = structuredClone(spec[key]);
   }
-  return out;
+  return { out, rewrite };
 }
 
 /**
@@ -315,11 +360,12 @@ function provisioning(spec: KubeadmConfigSpec, request: Doc, at: string, problem
  * @param value the parsed request, for which {@link isClusterApiRequest} holds
  * @returns the rewritten request and the path rewrite for its problems
  * @throws RequestError (422) naming the caller's fields for anything that cannot be
- *   rewritten: Cluster API schema errors, both shapes given, Secret references,
- *   template errors, values the target kubeadm version cannot hold
+ *   rewritten: Cluster API schema errors, both shapes given, `spec.secrets` errors, a
+ *   Secret or key a reference names missing from `spec.secrets`, template errors, values
+ *   the target kubeadm version cannot hold (no problem quotes a Secret's value)
  */
 export function fromClusterApi(value: Doc & { spec: Doc }): { request: Doc; rewrite: PathRewrite } {
-  const { kubeadmConfigSpec, kubeadmConfig, ...rest } = value.spec;
+  const { kubeadmConfigSpec, kubeadmConfig, secrets, ...rest } = value.spec;
   const problems: FieldProblem[] = [];
   for (const key of ['kubeadm', 'provisioning'] as const) {
     if (Object.hasOwn(rest, key)) problems.push({ path: `spec.${key}`, message: `give either spec.${kubeadmConfig !== undefined ? 'kubeadmConfig' : 'kubeadmConfigSpec'} (Cluster API) or spec.kubeadm and spec.provisioning, not both` });
@@ -329,10 +375,12 @@ export function fromClusterApi(value: Doc & { spec: Doc }): { request: Doc; rewr
 
   let spec: KubeadmConfigSpec;
   let at: string;
+  let namespace: string | undefined;
   if (kubeadmConfig !== undefined) {
     const parsed = kubeadmConfigObjectSchema.safeParse(kubeadmConfig);
     if (!parsed.success) throw new RequestError(zodProblems(parsed.error, 'spec.kubeadmConfig'));
     const object = parsed.data;
+    if (typeof object.metadata?.namespace === 'string') namespace = object.metadata.namespace;
     switch (object.kind) {
       case 'KubeadmConfig':
         [spec, at] = [object.spec, 'spec.kubeadmConfig.spec'];
@@ -364,7 +412,9 @@ export function fromClusterApi(value: Doc & { spec: Doc }): { request: Doc; rewr
   }
 
   const kubeadm = kubeadmConfigurations(spec, rest.role, targetKubeadm(rest), at, problems);
-  const prov = provisioning(spec, rest, at, problems);
+  const indexed = indexSecrets(secrets, namespace);
+  problems.push(...indexed.problems);
+  const { out: prov, rewrite: fromSecrets } = provisioning(spec, rest, at, indexed.index, problems);
   const output = isObject(rest.output) ? { ...rest.output } : {};
   if (spec.format !== undefined) {
     if (output.format !== undefined && output.format !== spec.format) problems.push({ path: `${at}.format`, message: `says ${spec.format} but spec.output.format says ${JSON.stringify(output.format)}; give one` });
@@ -382,6 +432,7 @@ export function fromClusterApi(value: Doc & { spec: Doc }): { request: Doc; rewr
     },
   };
   const rewrite: PathRewrite = [
+    ...fromSecrets,
     ['spec.provisioning.ignition', `${at}.ignition`],
     ['spec.provisioning', at],
     ['spec.kubeadm', at],

@@ -12,6 +12,7 @@
  */
 import { z } from 'zod';
 import { fileSchema, filesystemSchema, nodeBootstrapSchema, partitionSchema, userSchema } from '../schema.js';
+import { secretListSchema } from './secrets.js';
 
 /** The two Cluster API versions of the bootstrap group that bootwright reads. */
 export const CLUSTER_API_VERSIONS = ['bootstrap.cluster.x-k8s.io/v1beta1', 'bootstrap.cluster.x-k8s.io/v1beta2'] as const;
@@ -126,5 +127,6 @@ export const nodeBootstrapInputSchema = nodeBootstrapSchema.extend({
     kubeadmConfig: kubeadmConfigObjectSchema.optional().meta({
       description: 'A whole Cluster API KubeadmConfig or KubeadmConfigTemplate object, in place of kubeadm and provisioning',
     }),
+    secrets: secretListSchema.optional(),
   }),
 });

@@ -129,17 +129,19 @@ describe('Cluster API input', () => {
     assert.match(cloudConfigFiles(render(own).body).get('/usr/local/bin/fetch-kubeadm.sh')!.toString(), /release\/v1\.33\.2\//);
   });
 
-  it('refuses Secret references (contentFrom, passwdFrom), saying to inline the value', () => {
-    const req = worker({
-      kubeadmConfigSpec: {
-        files: [{ path: '/etc/x', contentFrom: { secret: { name: 's', key: 'k' } } }],
-        users: [{ name: 'ops', passwdFrom: { secret: { name: 's', key: 'p' } } }],
-      },
-    });
-    assert.deepEqual(problemsOf(() => validateNodeBootstrap(req)), [
-      { path: 'spec.kubeadmConfigSpec.files[0].contentFrom', message: 'refers to a Secret, which bootwright cannot read: put the value in content (with encoding: base64 for binary data)' },
-      { path: 'spec.kubeadmConfigSpec.users[0].passwdFrom', message: 'refers to a Secret, which bootwright cannot read: put the password hash in passwd' },
+  it('reads Secret references (contentFrom, passwdFrom) from spec.secrets, and names the reference when the Secret is not there', () => {
+    const spec = {
+      files: [{ path: '/etc/x', contentFrom: { secret: { name: 's', key: 'k' } } }],
+      users: [{ name: 'ops', passwdFrom: { secret: { name: 's', key: 'p' } } }],
+    };
+    assert.deepEqual(problemsOf(() => validateNodeBootstrap(worker({ kubeadmConfigSpec: spec }))), [
+      { path: 'spec.kubeadmConfigSpec.files[0].contentFrom.secret.name', message: 'names Secret "s", which is not in spec.secrets: pass the Secret beside the Cluster API input' },
+      { path: 'spec.kubeadmConfigSpec.users[0].passwdFrom.secret.name', message: 'names Secret "s", which is not in spec.secrets: pass the Secret beside the Cluster API input' },
     ]);
+    const req = validateNodeBootstrap(worker({ kubeadmConfigSpec: spec, secrets: [{ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, stringData: { k: 'value\n', p: '$6$salt$hash' } }] }));
+    assert.deepEqual(req.spec.provisioning?.files, [{ path: '/etc/x', content: Buffer.from('value\n').toString('base64'), encoding: 'base64' }]);
+    assert.equal(req.spec.provisioning.users?.[0]?.passwd, '$6$salt$hash');
+    assert.equal(cloudConfigFiles(render(req).body).get('/etc/x')!.toString(), 'value\n');
   });
 
   it('names the Cluster API field in errors found after the rewrite, at validation and at render', () => {
