@@ -9,6 +9,7 @@ import { fieldError, RequestError } from './errors.js';
 import { DEFAULT_FORMAT, formatNamed, VERSIONED_FORMATS } from './provision/formats.js';
 import type { LegacyIgnitionSpecVersion } from './provision/ignition/v2/version.js';
 import type { IgnitionSpecVersion } from './provision/ignition/versions.js';
+import { metadataNodeName, platformVariableProblems } from './provision/plan/bootvalues.js';
 import { buildPlan } from './provision/plan/build.js';
 import { selectProvisioner, servedVersion } from './provision/registry.js';
 import { clusterApiOrigin, rewriteProblems, rewriteText } from './request/capi/convert.js';
@@ -127,16 +128,20 @@ export function renderNodeBootstrap(req: NodeBootstrap, options: RenderOptions =
 
 function render(req: NodeBootstrap, options: RenderOptions): RenderResult {
   const format = formatNamed(options.format ?? req.spec.output?.format ?? DEFAULT_FORMAT);
-  const kubeadm = buildKubeadm(req);
-  const plan = buildPlan(req, kubeadm);
+  const nodeName = metadataNodeName(req, format.name);
+  const kubeadm = buildKubeadm(req, nodeName ? { nodeName: nodeName.value } : {});
+  const plan = buildPlan(req, kubeadm, { clusterApi: clusterApiOrigin(req) !== undefined, ...(nodeName ? { nodeName } : {}) });
   const platform = options.platform === undefined ? req.spec.output?.platform : (options.platform ?? undefined);
+  const platformField = options.platform ? (options.platformField ?? 'platform') : 'spec.output.platform';
+  // A metadata variable another platform's agent writes is never set there (Ignition reads them).
+  const wrongPlatform = platform && format.name === 'ignition' ? platformVariableProblems(plan.bootValues, platform, platformField) : [];
+  if (wrongPlatform.length > 0) throw new RequestError(wrongPlatform);
   const requested = options.ignitionVersion ?? req.spec.output?.ignitionVersion;
   const versionField = options.ignitionVersion !== undefined ? (options.ignitionVersionField ?? 'ignitionVersion') : 'spec.output.ignitionVersion';
   const { provisioner, version } = selectProvisioner(format.name, plan, requested, versionField);
   const out = provisioner.render(plan, { ...(version !== undefined ? { version } : {}), versionField, ...(platform ? { platform } : {}) });
   const body = out.body;
   const mediaType = format.versions && out.version !== undefined ? `${format.mediaType}; version=${out.version}` : format.mediaType;
-  const platformField = options.platform ? (options.platformField ?? 'platform') : 'spec.output.platform';
   const fitted = platform ? fitUserData(provisioner.userData ?? format.userData, body, platform, platformField) : { warnings: [] };
   const bytes = fitted.gzip ?? Buffer.from(body, 'utf8');
   return {

@@ -7,6 +7,7 @@ import { printParseErrorCode, visit } from 'jsonc-parser';
 import type { z } from 'zod';
 import { type FieldProblem, RequestError } from '../errors.js';
 import { checkBounds, checkJsonDepth, DEFAULT_DOCUMENT_LIMITS, type DocumentLimits, limitMessage } from './bounds.js';
+import { findBootValues } from '../provision/plan/bootvalues.js';
 import { fromClusterApi, isClusterApiRequest, rememberClusterApiOrigin, rewriteProblems } from './capi/convert.js';
 import { checkRequest } from './checks.js';
 import { type NodeBootstrap, nodeBootstrapSchema } from './schema.js';
@@ -169,15 +170,22 @@ export function zodProblems(error: z.ZodError, prefix = ''): FieldProblem[] {
  *
  * A request in Cluster API shape (`spec.kubeadmConfigSpec` or `spec.kubeadmConfig`)
  * is first rewritten into `spec.kubeadm` + `spec.provisioning` ({@link fromClusterApi});
- * every problem still names the field the caller wrote.
+ * every problem still names the field the caller wrote. Its boot-time values are checked
+ * here too ({@link findBootValues}: Jinja statements, whitespace control).
  *
  * @throws RequestError (422) with every problem found.
  */
 export function validateNodeBootstrap(value: unknown): NodeBootstrap {
-  if (!isClusterApiRequest(value)) return validateNative(value);
+  if (!isClusterApiRequest(value)) {
+    const native = validateNative(value);
+    findBootValues(native, false);
+    return native;
+  }
   const { request, rewrite } = fromClusterApi(value);
   try {
     const validated = validateNative(request);
+    // Jinja statements and mixed metadata files are refused when written, not at render.
+    findBootValues(validated, true);
     rememberClusterApiOrigin(validated, rewrite);
     return validated;
   } catch (e) {

@@ -289,6 +289,35 @@ export const outputSchema = z.strictObject({
   /** The platform the data is user data for: its size limit applies (cloud-config gzipped to fit). */
   platform: z.enum(PLATFORMS).optional(),
   ignitionVersion: z.string().regex(/^\d+\.\d+\.\d+$/, 'must be a spec version such as 3.4.0').optional(),
+  /**
+   * Ignition: the metadata environment file (`NAME=value` lines) the node reads
+   * `${NAME}` variables from before kubeadm runs. Default: `/run/metadata/flatcar` for
+   * `COREOS_*` variables (Flatcar's coreos-metadata), `/run/metadata/afterburn` for
+   * `AFTERBURN_*` (Fedora CoreOS's afterburn).
+   */
+  metadataFile: absolutePath.optional(),
+});
+
+/**
+ * The node's name when only the machine knows it (boot-time identity; the default is
+ * `metadata.name`). `fromMetadata`: read at boot, the way each format does it:
+ * cloud-config from cloud-init instance data (`instanceData`, a key path such as
+ * `v1.local_hostname` or `ds.meta_data.local_hostname`), Ignition from a variable of the
+ * metadata file (`variable`, such as `COREOS_EC2_HOSTNAME`).
+ */
+export const nodeNameSchema = z.strictObject({
+  fromMetadata: z.strictObject({
+    instanceData: z
+      .string()
+      .max(128)
+      .regex(/^(?:ds|v1|v2)(?:\.[A-Za-z_][A-Za-z0-9_]*)+$/, 'must be a cloud-init instance-data key path such as v1.local_hostname or ds.meta_data.local_hostname')
+      .optional(),
+    variable: z
+      .string()
+      .max(64)
+      .regex(/^(?:COREOS|AFTERBURN)_[A-Z0-9_]+$/, 'must be a metadata variable such as COREOS_EC2_HOSTNAME (Flatcar) or AFTERBURN_AWS_HOSTNAME (Fedora CoreOS)')
+      .optional(),
+  }),
 });
 
 export const ROLES = ['init', 'control-plane', 'worker'] as const;
@@ -306,6 +335,7 @@ export const nodeBootstrapSchema = z.strictObject({
     role: z.enum(ROLES),
     kubernetesVersion,
     cluster: clusterSchema,
+    nodeName: nodeNameSchema.optional(),
     kubeadm: kubeadmSchema.optional(),
     provisioning: provisioningSchema.optional(),
     output: outputSchema.optional(),

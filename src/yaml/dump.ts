@@ -21,6 +21,16 @@ function quoteForEveryReader(layout: ScalarLayout): void {
 
 const RULES = [quoteForEveryReader, ...Object.values(DEFAULT_SCALAR_STYLE_RULES)];
 
+/** Options of {@link dumpYaml}. */
+export interface DumpOptions {
+  /**
+   * Strings for which this holds are written double-quoted when on one line (multi-line
+   * strings stay literal blocks): text substituted into them later (cloud-init Jinja)
+   * then cannot change the YAML type or structure of the value.
+   */
+  doubleQuote?: (value: string) => boolean;
+}
+
 /**
  * Serialize a value as one YAML document.
  *
@@ -33,8 +43,18 @@ const RULES = [quoteForEveryReader, ...Object.values(DEFAULT_SCALAR_STYLE_RULES)
  *
  * @param value plain data (objects, arrays, strings, numbers, booleans); `undefined`
  *   object members are skipped.
+ * @param options.doubleQuote strings to write double-quoted ({@link DumpOptions})
  * @returns YAML text ending in a newline.
  */
-export function dumpYaml(value: unknown): string {
-  return dump(value, { schema: YAML11_SCHEMA, lineWidth: -1, noRefs: true, skipInvalid: true, scalarStyleRules: RULES });
+export function dumpYaml(value: unknown, options: DumpOptions = {}): string {
+  const { doubleQuote } = options;
+  const rules = doubleQuote
+    ? [
+        (layout: ScalarLayout) => {
+          if (layout.node.tag === STR_TAG && !layout.isKey && !layout.node.value.includes('\n') && doubleQuote(layout.node.value)) layout.style = SCALAR_STYLE.DOUBLE_QUOTED;
+        },
+        ...RULES,
+      ]
+    : RULES;
+  return dump(value, { schema: YAML11_SCHEMA, lineWidth: -1, noRefs: true, skipInvalid: true, scalarStyleRules: rules });
 }

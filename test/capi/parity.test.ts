@@ -9,13 +9,22 @@
  *   `inactive: true`, `ntp.enabled: false` became `enabled: true`);
  * - Ignition: `layout: true` became an empty partition entry, `append` was dropped,
  *   `encoding: base64` content was written as its base64 text, and bootCommands,
- *   gzip-encoded files were refused outright.
+ *   gzip-encoded files were refused outright;
+ * - cloud-config starts with `## template: jinja` whatever the data, so every literal
+ *   `{{`, `{%` or `{#` (a Go template in a `sed`, a Helm file) is read by cloud-init's
+ *   Jinja: the node gets other bytes, or cloud-init drops the whole user data. bootwright
+ *   writes the header only when instance data is read, and escapes every other brace.
  * - Windows (cloudbase-init): CABPK's template is the Linux one (`cloudinit.go`), so it
  *   writes keys cloudbase-init ignores (`owner`, `bootcmd`, `disk_setup`, `mounts`,
  *   `sudo`, `lock_passwd`), hands a crypt(3) `passwd` hash to cloudbase-init as the
  *   password itself, writes the retry join as a bash script cmd.exe cannot run, and
  *   puts `users` after `runcmd`, which cloudbase-init (running plugins in key order)
  *   then runs after kubeadm.
+ *
+ * Boot-time identity is CABPK's: the same Jinja header and kubeadm file for cloud-config;
+ * for Ignition, CABPK's layout (`/etc/kubeadm.yml` 0600, `/etc/kubeadm.sh` 0700 run by
+ * `kubeadm.service`; `bootstrap/kubeadm/internal/ignition/clc/clc.go`), so Flatcar
+ * templates' drop-ins and `envsubst` commands work unchanged.
  */
 import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
@@ -29,6 +38,12 @@ import { capzWindowsRequest, cloudbaseInitDocument } from '../support/windows.js
 import { cloudConfigFiles, ignitionFiles } from '../support/decode.js';
 import { worker } from '../support/requests.js';
 import { cloudInitSchema, validateCloudConfigSchema, validateIgnitionSchema } from '../support/validators.js';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { missingDependency } from '../support/missing.js';
 
 type Doc = Record<string, unknown>;
 
@@ -160,6 +175,74 @@ describe('CABPK parity: Ignition (v3, which CABPK never shipped)', () => {
     };
     assert.deepEqual(problems({ diskSetup: { partitions: [{ device: '/dev/sdb', layout: true, tableType: 'mbr' }] } }), ['spec.kubeadmConfigSpec.diskSetup.partitions[0].tableType']);
     assert.deepEqual(problems({ users: [{ name: 'ops', inactive: true }] }), ['spec.kubeadmConfigSpec.users[0].inactive']);
+  });
+});
+
+const run = promisify(execFile);
+const INSTANCE_DATA = path.join(import.meta.dirname, '../fixtures/instance-data/aws.json');
+
+/** `cloud-init devel render` of a user-data document over the AWS instance data: stdout, or the error text. */
+async function cloudInitRender(userData: string): Promise<{ ok: boolean; out: string }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'bw-parity-'));
+  try {
+    await writeFile(path.join(dir, 'user-data'), userData);
+    const { stdout } = await run('/usr/bin/cloud-init', ['devel', 'render', path.join(dir, 'user-data'), '-i', INSTANCE_DATA]);
+    return { ok: true, out: stdout };
+  } catch (e) {
+    return { ok: false, out: String((e as { stderr?: string }).stderr ?? e) };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const noCloudInit = await run('/usr/bin/cloud-init', ['--version']).then(
+  () => false,
+  () => missingDependency('cloud-init (cloud-init devel render): CABPK Jinja parity is not checked'),
+);
+
+describe('CABPK parity: boot-time identity', () => {
+  // test/fixtures/cases/001-command-with-template-braces.yaml's command.
+  const SED = "sed -i 's/{{ .PodSubnet }}/192.168.0.0\\/16/' /etc/cni/calico.yaml";
+
+  it('CABPK fault: its unconditional Jinja header breaks literal braces; here they reach the node as written', { skip: noCloudInit }, async () => {
+    const literal = cloudConfig(worker({ kubeadmConfigSpec: { postKubeadmCommands: [SED] } }));
+    assert.ok(literal.startsWith('#cloud-config\n'), 'no instance data, no header');
+    // CABPK's document: the same YAML under "## template: jinja". cloud-init cannot render it.
+    const cabpk = await cloudInitRender(`## template: jinja\n${literal}`);
+    assert.equal(cabpk.ok, false, cabpk.out);
+    // With instance data read, bootwright's header and escapes: the node name is filled in, the sed survives.
+    const jinja = cloudConfig(worker({ kubeadmConfigSpec: { joinConfiguration: { nodeRegistration: { name: '{{ ds.meta_data.local_hostname }}' } }, postKubeadmCommands: [SED] } }));
+    assert.ok(jinja.startsWith('## template: jinja\n#cloud-config\n'), 'CABPK\'s header, as CABPK writes it');
+    const rendered = await cloudInitRender(jinja);
+    assert.ok(rendered.ok, rendered.out);
+    const doc = load(rendered.out) as { runcmd: string[]; write_files: { path: string; content: string }[] };
+    assert.equal(doc.runcmd.at(-1), SED);
+    const kubeadm = doc.write_files.find((f) => f.path === '/run/kubeadm/kubeadm-join-config.yaml')!.content;
+    assert.match(kubeadm, /^ {2}name: "ip-172-31-81-43\.ec2\.internal"$/m);
+    assert.deepEqual(await cloudInitSchema(rendered.out), []);
+  });
+
+  it("Ignition: CABPK's layout for Cluster API input, so Flatcar templates' drop-ins and envsubst commands apply", () => {
+    const config = ignition(
+      worker({
+        kubeadmConfigSpec: {
+          joinConfiguration: { nodeRegistration: { name: '${COREOS_EC2_HOSTNAME}' } },
+          preKubeadmCommands: ['envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp', 'mv /etc/kubeadm.yml.tmp /etc/kubeadm.yml'],
+          ignition: { containerLinuxConfig: { additionalConfig: 'systemd:\n  units:\n  - name: kubeadm.service\n    enabled: true\n    dropins:\n    - name: 10-flatcar.conf\n      contents: |\n        [Unit]\n        Requires=coreos-metadata.service\n        After=coreos-metadata.service\n        [Service]\n        EnvironmentFile=/run/metadata/flatcar\n' } },
+        },
+      }),
+    );
+    const files = config.storage.files as { path: string; mode: number }[];
+    assert.equal(files.find((f) => f.path === '/etc/kubeadm.yml')!.mode, 0o600);
+    assert.equal(files.find((f) => f.path === '/etc/kubeadm.sh')!.mode, 0o700);
+    const unit = config.systemd.units.find((u) => u.name === 'kubeadm.service')!;
+    assert.equal(unit.enabled, true);
+    assert.match(String(unit.contents), /^ExecStart=\/bin\/sh \/etc\/kubeadm\.sh$/m);
+    assert.deepEqual((unit.dropins as Doc[]).map((d) => d.name), ['10-flatcar.conf']);
+    const script = ignitionFiles(config).get('/etc/kubeadm.sh')!.toString().split('\n');
+    assert.deepEqual(script.slice(1, 3), ['envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp', 'mv /etc/kubeadm.yml.tmp /etc/kubeadm.yml']);
+    assert.ok(script.some((l) => l.includes('kubeadm join --config /etc/kubeadm.yml && echo success > /run/cluster-api/bootstrap-success.complete')));
+    assert.deepEqual(validateIgnitionSchema(JSON.stringify(config), String((config.ignition as Doc).version)), []);
   });
 });
 

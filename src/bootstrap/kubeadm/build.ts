@@ -167,20 +167,23 @@ function pkiFiles(req: NodeBootstrap, dir: string): PkiFile[] {
  *   (certificateKey when given);
  * - worker: JoinConfiguration with `discovery.bootstrapToken` {token,
  *   apiServerEndpoint, caCertHashes}.
- * `nodeRegistration.name` is `metadata.name`; `spec.kubeadm.*Configuration` merges
+ * `nodeRegistration.name` is `options.nodeName`, else `metadata.name` (a node name read
+ * from metadata at boot, `spec.nodeName.fromMetadata`, is given by the caller as the
+ * format writes it); `spec.kubeadm.*Configuration` merges
  * over the generated documents (user wins); `spec.kubeadm.verbosity` adds `--v=N`.
  *
+ * @param options.nodeName the node name to write instead of `metadata.name`
  * @throws RequestError naming the field for an unsupported version pin, an unknown or
  *   mistyped kubeadm field for the target version, or repeated arguments v1beta3 cannot hold.
  */
-export function buildKubeadm(req: NodeBootstrap): KubeadmBootstrap {
+export function buildKubeadm(req: NodeBootstrap, options: { nodeName?: string } = {}): KubeadmBootstrap {
   const { spec, metadata } = req;
   const version = parseKubeVersion(spec.kubernetesVersion);
   const apiVersion = selectKubeadmApiVersion(version, spec.kubeadm?.apiVersion);
   const { cluster } = spec;
   const problems: FieldProblem[] = [];
   const warnings: string[] = [];
-  const nodeRegistration = { name: metadata.name };
+  const nodeRegistration = { name: options.nodeName ?? metadata.name };
   const documents: Doc[] = [];
   let certificatesDir = DEFAULT_CERTIFICATES_DIR;
   const argv = ['kubeadm', spec.role === 'init' ? 'init' : 'join'];

@@ -2,7 +2,7 @@
  * The cloudbase-init renderer: a Windows node's ProvisioningPlan in, a `#cloud-config`
  * document for cloudbase-init out, as Cluster API's kubeadm bootstrap provider (CABPK)
  * serves Windows machines (Cluster API Provider Azure's Windows flavours). Pure and
- * deterministic; YAML through {@link dumpYaml}.
+ * deterministic; YAML through the serializer (src/yaml/dump.ts), with instance-data Jinja as cloud-config has it (`../cloudinit/jinja-document.ts`).
  *
  * Only keys cloudbase-init's cloud-config plugin reads are written
  * (`cloudbaseinit/plugins/common/userdataplugins/cloudconfigplugins/factory.py`), with
@@ -15,7 +15,8 @@
 import { WINDOWS_CLUSTER_API_DIR, WINDOWS_KUBEADM_DIR } from '../plan/os.js';
 import type { PlanFile, PlanUser, ProvisioningPlan } from '../plan/types.js';
 import { isPlainText, octal } from '../cloudinit/render.js';
-import { dumpYaml } from '../../yaml/dump.js';
+import { cloudConfigWithJinja, LITERAL, type Mark } from '../cloudinit/jinja-document.js';
+import { RequestError } from '../../errors.js';
 
 /**
  * The keys each cloudbase-init cloud-config plugin reads (its source: `WriteFilesPlugin`
@@ -50,7 +51,7 @@ const PLACEHOLDER = {
  * supplied as `gz+b64`. No `owner` (cloudbase-init sets none; the plan allows only root)
  * and no `defer` (cloudbase-init has no stages).
  */
-function writeFile(file: PlanFile): Record<string, unknown> {
+function writeFile(file: PlanFile, mark: Mark = LITERAL): Record<string, unknown> {
   const entry: Record<string, unknown> = { path: file.path, permissions: octal(file.mode) };
   const text = file.gzip ? undefined : isPlainText(file.contents);
   if (file.gzip) {
@@ -60,7 +61,7 @@ function writeFile(file: PlanFile): Record<string, unknown> {
     entry.encoding = 'b64';
     entry.content = Buffer.from(file.contents).toString('base64');
   } else {
-    entry.content = text;
+    entry.content = file.origin !== undefined && file.sourceEncoding === 'plain' ? mark.text(text) : text;
   }
   if (file.append) entry.append = true;
   return entry;
@@ -114,23 +115,29 @@ function cmdLine(argv: readonly string[]): string {
  * @returns the document: first line `#cloud-config`, ending in a newline
  */
 export function renderCloudbaseInit(plan: ProvisioningPlan): string {
-  const main = plan.commands.main;
-  const configPath = `${WINDOWS_KUBEADM_DIR}/${main.configFile.name}`;
-  const doc: Record<string, unknown> = {};
-  if (plan.users.length > 0) doc.users = plan.users.map(user);
-  doc.write_files = [
-    ...plan.files.map(writeFile),
-    { path: configPath, permissions: '0640', content: main.configFile.contents },
-    { path: PLACEHOLDER.path, permissions: '0640', content: PLACEHOLDER.content },
-  ];
-  if (plan.ntp) {
-    const ntp: Record<string, unknown> = {};
-    if (plan.ntp.enabled !== undefined) ntp.enabled = plan.ntp.enabled;
-    if (plan.ntp.servers.length > 0) ntp.servers = plan.ntp.servers;
-    doc.ntp = ntp;
+  const variables = plan.bootValues?.variables ?? [];
+  if (variables.length > 0) {
+    throw new RequestError(variables.map((v) => ({ path: v.path, message: `uses the metadata variable ${v.source}, which only the Ignition output fills in; cloudbase-init reads instance data with Jinja, e.g. {{ ds.meta_data["local_hostname"] }} (see docs/boot-identity.md)` })));
   }
-  const [program, action, ...flags] = main.argv;
-  const kubeadm = cmdLine([program!, action!, '--config', configPath, ...flags]);
-  doc.runcmd = [...plan.commands.pre, `${kubeadm} && echo success > ${plan.successSentinel}`, ...plan.commands.post];
-  return `#cloud-config\n${dumpYaml(doc)}`;
+  return cloudConfigWithJinja(plan, (mark) => {
+    const main = plan.commands.main;
+    const configPath = `${WINDOWS_KUBEADM_DIR}/${main.configFile.name}`;
+    const doc: Record<string, unknown> = {};
+    if (plan.users.length > 0) doc.users = plan.users.map(user);
+    doc.write_files = [
+      ...plan.files.map((f) => writeFile(f, mark)),
+      { path: configPath, permissions: '0640', content: mark.kubeadm && main.configFile.documents ? mark.kubeadm(main.configFile.documents) : main.configFile.contents },
+      { path: PLACEHOLDER.path, permissions: '0640', content: PLACEHOLDER.content },
+    ];
+    if (plan.ntp) {
+      const ntp: Record<string, unknown> = {};
+      if (plan.ntp.enabled !== undefined) ntp.enabled = plan.ntp.enabled;
+      if (plan.ntp.servers.length > 0) ntp.servers = plan.ntp.servers;
+      doc.ntp = ntp;
+    }
+    const [program, action, ...flags] = main.argv;
+    const kubeadm = cmdLine([program!, action!, '--config', configPath, ...flags]);
+    doc.runcmd = [...plan.commands.pre.map(mark.text), `${kubeadm} && echo success > ${plan.successSentinel}`, ...plan.commands.post.map(mark.text)];
+    return doc;
+  });
 }

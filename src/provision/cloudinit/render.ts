@@ -10,8 +10,9 @@
 import { partitionDevice } from '../plan/devices.js';
 import { fstabEscape, needsFstabEscape } from '../plan/fstab.js';
 import type { PlanDirectory, PlanDisk, PlanFile, PlanFilesystem, PlanMount, PlanUser, ProvisioningPlan } from '../plan/types.js';
-import { dumpYaml } from '../../yaml/dump.js';
+import { RequestError } from '../../errors.js';
 import { retriedCommand, shellCommand } from '../shell.js';
+import { cloudConfigWithJinja, type Mark } from './jinja-document.js';
 
 export { CLOUD_CONFIG_MEDIA_TYPE } from './format.js';
 
@@ -52,7 +53,7 @@ export function isPlainText(bytes: Uint8Array): string | undefined {
  * One `write_files` entry. Text stays readable; other bytes go as `encoding: b64`; a gzip
  * stream the request supplied is passed through as `gz+b64` (no recompression).
  */
-function writeFile(file: PlanFile): Record<string, unknown> {
+function writeFile(file: PlanFile, mark: Mark): Record<string, unknown> {
   const entry: Record<string, unknown> = { path: file.path, owner: `${file.owner.user}:${file.owner.group}`, permissions: octal(file.mode) };
   const text = file.gzip ? undefined : isPlainText(file.contents);
   if (file.gzip) {
@@ -62,7 +63,7 @@ function writeFile(file: PlanFile): Record<string, unknown> {
     entry.encoding = 'b64';
     entry.content = Buffer.from(file.contents).toString('base64');
   } else {
-    entry.content = text;
+    entry.content = file.origin !== undefined && file.sourceEncoding === 'plain' ? mark.text(text) : text;
   }
   if (file.append) entry.append = true;
   if (file.deferred) entry.defer = true;
@@ -191,13 +192,59 @@ function directoryCommands(dirs: readonly PlanDirectory[]): string[] {
  * - `users`, `ntp`, `disk_setup`, `fs_setup`, `mounts` in cloud-init's names; an explicit
  *   `false` stays `false`, an absent field is omitted.
  *
- * @returns the document: first line `#cloud-config`, ending in a newline.
+ * Boot-time values (`plan.bootValues`): with instance-data Jinja, the document starts
+ * with `## template: jinja` and every other `{{`, `{%` and `{#` in it is escaped, so
+ * cloud-init renders the expressions and nothing else (`./jinja-document.ts`); values
+ * holding an expression are double-quoted, so what cloud-init substitutes stays one
+ * string. Without, the document is plain `#cloud-config`: braces need no escape.
+ *
+ * @returns the document: first line `#cloud-config` (or the Jinja header, then
+ *   `#cloud-config`), ending in a newline.
+ * @throws RequestError at the field of each metadata variable (`${COREOS_…}`), which
+ *   only Ignition output fills in, and (Cluster API input) of each command naming the
+ *   Ignition output's `/etc/kubeadm.yml` or `/etc/kubeadm.sh`
  */
 export function renderCloudConfig(plan: ProvisioningPlan): string {
+  const variables = plan.bootValues?.variables ?? [];
+  if (variables.length > 0) {
+    throw new RequestError(
+      variables.map((v) => ({
+        path: v.path,
+        message: `uses the metadata variable ${v.source}, which only the Ignition output fills in (from ${plan.bootValues?.metadataFile ?? 'the metadata file'}); cloud-config reads cloud-init instance data instead, e.g. {{ ds.meta_data.local_hostname }} (see docs/boot-identity.md)`,
+      })),
+    );
+  }
+  const ignitionPaths = plan.layout === 'cluster-api' ? ignitionLayoutCommands(plan) : [];
+  if (ignitionPaths.length > 0) throw new RequestError(ignitionPaths);
+  return cloudConfigWithJinja(plan, (mark) => cloudConfigDocument(plan, mark));
+}
+
+/** CABPK's Ignition file names, which a cloud-config node does not have. */
+const IGNITION_LAYOUT_PATHS = /\/etc\/kubeadm\.(?:yml|sh)\b/;
+
+/**
+ * Commands naming CABPK's Ignition files (`envsubst < /etc/kubeadm.yml …` of a Flatcar
+ * template), each at its request field: on a cloud-config node the file does not exist
+ * (the configuration is under `/run/kubeadm/`), so the edit would be lost.
+ */
+function ignitionLayoutCommands(plan: ProvisioningPlan): { path: string; message: string }[] {
+  const out: { path: string; message: string }[] = [];
+  for (const [key, list] of [['bootCommands', plan.commands.boot], ['preKubeadmCommands', plan.commands.pre], ['postKubeadmCommands', plan.commands.post]] as const) {
+    list.forEach((c, i) => {
+      if (IGNITION_LAYOUT_PATHS.test(c)) {
+        out.push({ path: `spec.provisioning.${key}[${i}]`, message: `names /etc/kubeadm.yml or /etc/kubeadm.sh, the files of the Ignition output; a cloud-config node has its kubeadm configuration at ${CLOUD_CONFIG_KUBEADM_DIR}/${plan.commands.main.configFile.name}: render this template as Ignition (format: ignition)` });
+      }
+    });
+  }
+  return out;
+}
+
+/** The cloud-config document of a plan (see {@link renderCloudConfig}), request text through `mark`. */
+function cloudConfigDocument(plan: ProvisioningPlan, mark: Mark): Record<string, unknown> {
   const main = plan.commands.main;
   const configPath = `${CLOUD_CONFIG_KUBEADM_DIR}/${main.configFile.name}`;
   const doc: Record<string, unknown> = {};
-  const bootcmd = [...mountPointCommands(plan.mounts), ...plan.commands.boot];
+  const bootcmd = [...mountPointCommands(plan.mounts), ...plan.commands.boot.map(mark.text)];
   if (bootcmd.length > 0) doc.bootcmd = bootcmd;
   if (plan.disks.length > 0) doc.disk_setup = Object.fromEntries(plan.disks.map((d) => [d.device, diskSetup(d)]));
   if (plan.filesystems.length > 0) doc.fs_setup = plan.filesystems.map(fsSetup);
@@ -210,13 +257,18 @@ export function renderCloudConfig(plan: ProvisioningPlan): string {
   }
   if (plan.users.length > 0) doc.users = plan.users.map(user);
   doc.write_files = [
-    ...plan.files.map(writeFile),
-    { path: configPath, owner: 'root:root', permissions: '0640', content: main.configFile.contents },
+    ...plan.files.map((f) => writeFile(f, mark)),
+    { path: configPath, owner: 'root:root', permissions: '0640', content: mark.kubeadm && main.configFile.documents ? mark.kubeadm(main.configFile.documents) : main.configFile.contents },
     { path: PLACEHOLDER.path, owner: 'root:root', permissions: '0640', content: PLACEHOLDER.content },
   ];
   const [program, action, ...flags] = main.argv;
   const command = shellCommand([program!, action!, '--config', configPath, ...flags]);
   const kubeadm = main.retry ? retriedCommand(command, main.retry) : command;
-  doc.runcmd = [...directoryCommands(plan.directories), ...plan.commands.pre, `${kubeadm} && echo success > ${plan.successSentinel}`, ...plan.commands.post];
-  return `#cloud-config\n${dumpYaml(doc)}`;
+  doc.runcmd = [
+    ...directoryCommands(plan.directories),
+    ...plan.commands.pre.map(mark.text),
+    `${kubeadm} && echo success > ${plan.successSentinel}`,
+    ...plan.commands.post.map(mark.text),
+  ];
+  return doc;
 }

@@ -10,7 +10,16 @@
  * - `/etc/kubeadm/bootstrap.sh` (0700): pre commands, kubeadm, post commands, run once
  *   by `kubeadm-bootstrap.service`;
  * - `/etc/kubeadm/bootcmd.sh` (0700): boot commands, run on every boot by
- *   `kubeadm-bootcmd.service`, ordered before the kubeadm unit.
+ *   `kubeadm-bootcmd.service`, ordered before the kubeadm unit;
+ * - `/etc/kubeadm/metadata.sh` (0700), when the kubeadm configuration uses metadata
+ *   variables: fills them in before kubeadm runs (`./metadata.ts`).
+ *
+ * Cluster API input (`plan.layout: 'cluster-api'`) gets CABPK's names instead
+ * (`bootstrap/kubeadm/internal/ignition/clc/clc.go`), so templates' commands
+ * (`envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp && mv …`) and their drop-ins for
+ * `kubeadm.service` find what they name: the configuration at `/etc/kubeadm.yml`, the
+ * once-only script at `/etc/kubeadm.sh`, run by `kubeadm.service`. The unit keeps
+ * bootwright's semantics (run once by stamp, the sentinel only on success).
  */
 import { retriedCommand, shellCommand, shellQuote } from '../shell.js';
 import type { CommandList, ProvisioningPlan } from '../plan/types.js';
@@ -18,6 +27,8 @@ import { GENERATED, type IgnitionFile, type IgnitionUnit, type Sourced } from '.
 import type { EncodeOptions } from './dataurl.js';
 import { generatedFile } from './files.js';
 import { escapeSpecifiers, unitValueProblem } from './systemd.js';
+import { METADATA_SCRIPT, METADATA_SCRIPT_TEXT, metadataCommand, metadataUnit } from './metadata.js';
+import type { PlanLayout } from '../plan/types.js';
 
 /** Directory of the files below. */
 export const KUBEADM_DIR = '/etc/kubeadm';
@@ -40,6 +51,18 @@ export const BOOTSTRAP_STATE_DIR = `/var/lib/${STATE_DIRECTORY}`;
  */
 export const BOOTSTRAP_STAMP = `${BOOTSTRAP_STATE_DIR}/kubeadm-bootstrap.done`;
 
+/** CABPK's names (Cluster API input): the kubeadm configuration, the once-only script and its unit. */
+export const CAPI_KUBEADM_CONFIG = '/etc/kubeadm.yml';
+export const CAPI_BOOTSTRAP_SCRIPT = '/etc/kubeadm.sh';
+export const CAPI_BOOTSTRAP_UNIT = 'kubeadm.service';
+
+/** The configuration path (for a config file name), script and unit of a layout. */
+export function layoutNames(layout: PlanLayout | undefined, configName: string): { config: string; script: string; unit: string } {
+  return layout === 'cluster-api'
+    ? { config: CAPI_KUBEADM_CONFIG, script: CAPI_BOOTSTRAP_SCRIPT, unit: CAPI_BOOTSTRAP_UNIT }
+    : { config: `${KUBEADM_DIR}/${configName}`, script: BOOTSTRAP_SCRIPT, unit: BOOTSTRAP_UNIT };
+}
+
 const SCRIPT_MODE = 0o700;
 const KUBEADM_CONFIG_MODE = 0o600;
 const FILE_NAME = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
@@ -54,7 +77,10 @@ function script(lines: CommandList): string {
  * `sh` script, byte for byte, with no `set -e` (a failing line does not stop the next).
  * Pre commands, then `mkdir -p <sentinel dir>` and
  * `<argv> --config <path> && echo success > <sentinel>` (words quoted only when needed),
- * so the sentinel exists only when kubeadm succeeded, then post commands.
+ * so the sentinel exists only when kubeadm succeeded, then post commands. With metadata
+ * variables, the kubeadm line starts with the filling (`./metadata.ts`) and `&&`: an
+ * unset variable fails it, naming the variable, and kubeadm does not run. It runs after
+ * the pre commands, so a template's own `envsubst` over the file goes first.
  *
  * @param configPath where the kubeadm configuration is written
  */
@@ -62,7 +88,8 @@ export function bootstrapScript(plan: ProvisioningPlan, configPath: string): str
   const { pre, main, post } = plan.commands;
   const sentinel = plan.successSentinel;
   const command = shellCommand([...main.argv, '--config', configPath]);
-  const kubeadm = `${main.retry ? retriedCommand(command, main.retry) : command} && echo success > ${shellQuote(sentinel)}`;
+  const fill = metadataCommand(plan, configPath);
+  const kubeadm = `${fill ? `${fill} && ` : ''}${main.retry ? retriedCommand(command, main.retry) : command} && echo success > ${shellQuote(sentinel)}`;
   const sentinelDir = sentinel.slice(0, sentinel.lastIndexOf('/')) || '/';
   return script([...pre, `mkdir -p ${shellQuote(sentinelDir)}`, kubeadm, ...post]);
 }
@@ -80,9 +107,14 @@ export function bootcmdScript(boot: CommandList): string {
  * systemd also runs when `ExecStart=` failed), so a failed bootstrap is not retried on
  * the next boot either. `StateDirectory=` creates /var/lib/bootwright. No user value
  * reaches the unit but the node name (`%` escaped; left out if it cannot be a setting).
+ * With metadata variables, it `Wants=` and is `After=` the unit writing the metadata
+ * file, when known (`coreos-metadata.service`, `afterburn.service`).
+ *
+ * @param script the once-only script the unit runs (its layout's)
  */
-export function bootstrapUnit(plan: ProvisioningPlan, withBootcmd: boolean): string {
+export function bootstrapUnit(plan: ProvisioningPlan, withBootcmd: boolean, script = BOOTSTRAP_SCRIPT): string {
   const node = plan.nodeName && !unitValueProblem(plan.nodeName) ? ` ${plan.nodeName}` : '';
+  const metadata = metadataUnit(plan);
   return runOnceUnit(
     [
       `Description=${escapeSpecifiers(`Bootstrap Kubernetes node${node} with kubeadm (once)`)}`,
@@ -90,8 +122,9 @@ export function bootstrapUnit(plan: ProvisioningPlan, withBootcmd: boolean): str
       'After=network-online.target',
       'After=containerd.service crio.service docker.service',
       ...(withBootcmd ? [`After=${BOOTCMD_UNIT}`] : []),
+      ...(metadata ? [`Wants=${metadata}`, `After=${metadata}`] : []),
     ],
-    BOOTSTRAP_SCRIPT,
+    script,
     BOOTSTRAP_STAMP,
   );
 }
@@ -125,11 +158,11 @@ export function runOnceUnit(unitLines: readonly string[], script: string, stamp:
 }
 
 /** `kubeadm-bootcmd.service`: the boot commands on every boot, before the kubeadm unit. */
-export function bootcmdUnit(): string {
+export function bootcmdUnit(bootstrapUnit = BOOTSTRAP_UNIT): string {
   return [
     '[Unit]',
     'Description=Run the node boot commands (every boot)',
-    `Before=${BOOTSTRAP_UNIT}`,
+    `Before=${bootstrapUnit}`,
     '',
     '[Service]',
     'Type=oneshot',
@@ -145,8 +178,9 @@ export function bootcmdUnit(): string {
 
 /**
  * The bootstrap files and units of a plan: the kubeadm configuration (0600), the
- * scripts (0700) and their units (enabled). The boot script and unit only when there
- * are boot commands.
+ * scripts (0700) and their units (enabled), at the names of the plan's layout
+ * ({@link layoutNames}). The boot script and unit only when there are boot commands;
+ * the metadata script only when the configuration uses metadata variables.
  *
  * @throws Error when `plan.commands.main.configFile.name` is not a plain file name (a
  *   builder bug, not a request problem)
@@ -154,16 +188,18 @@ export function bootcmdUnit(): string {
 export function bootstrapEntries(plan: ProvisioningPlan, encoding: EncodeOptions): { files: Sourced<IgnitionFile>[]; units: Sourced<IgnitionUnit>[] } {
   const { configFile } = plan.commands.main;
   if (!FILE_NAME.test(configFile.name)) throw new Error(`kubeadm config file name ${JSON.stringify(configFile.name)} is not a plain file name`);
-  const configPath = `${KUBEADM_DIR}/${configFile.name}`;
+  const names = layoutNames(plan.layout, configFile.name);
   const withBootcmd = plan.commands.boot.length > 0;
+  const withMetadata = metadataCommand(plan, names.config) !== undefined;
   const files = [
-    generatedFile(configPath, configFile.contents, KUBEADM_CONFIG_MODE, encoding),
+    generatedFile(names.config, configFile.contents, KUBEADM_CONFIG_MODE, encoding),
     ...(withBootcmd ? [generatedFile(BOOTCMD_SCRIPT, bootcmdScript(plan.commands.boot), SCRIPT_MODE, encoding)] : []),
-    generatedFile(BOOTSTRAP_SCRIPT, bootstrapScript(plan, configPath), SCRIPT_MODE, encoding),
+    ...(withMetadata ? [generatedFile(METADATA_SCRIPT, METADATA_SCRIPT_TEXT, SCRIPT_MODE, encoding)] : []),
+    generatedFile(names.script, bootstrapScript(plan, names.config), SCRIPT_MODE, encoding),
   ];
   const units: Sourced<IgnitionUnit>[] = [
-    ...(withBootcmd ? [{ entry: { name: BOOTCMD_UNIT, enabled: true, contents: bootcmdUnit() }, origin: GENERATED }] : []),
-    { entry: { name: BOOTSTRAP_UNIT, enabled: true, contents: bootstrapUnit(plan, withBootcmd) }, origin: GENERATED },
+    ...(withBootcmd ? [{ entry: { name: BOOTCMD_UNIT, enabled: true, contents: bootcmdUnit(names.unit) }, origin: GENERATED }] : []),
+    { entry: { name: names.unit, enabled: true, contents: bootstrapUnit(plan, withBootcmd, names.script) }, origin: GENERATED },
   ];
   return { files, units };
 }

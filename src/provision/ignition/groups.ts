@@ -98,8 +98,8 @@ export function groupsScript(users: readonly PlanUser[], late: readonly LateGrou
 }
 
 /** `kubeadm-groups.service`: runs the script once (stamp in the bootstrap unit's state directory), before kubeadm. */
-export function groupsUnit(): string {
-  return runOnceUnit(['Description=Add node users to their supplementary groups (once)', `Before=${BOOTSTRAP_UNIT}`], GROUPS_SCRIPT, GROUPS_STAMP);
+export function groupsUnit(bootstrapUnit = BOOTSTRAP_UNIT): string {
+  return runOnceUnit(['Description=Add node users to their supplementary groups (once)', `Before=${bootstrapUnit}`], GROUPS_SCRIPT, GROUPS_STAMP);
 }
 
 /**
@@ -107,10 +107,10 @@ export function groupsUnit(): string {
  * nothing otherwise (then `late` is empty too: {@link deferGroupOwners} defers only those
  * groups).
  */
-export function groupEntries(users: readonly PlanUser[], late: readonly LateGroup[], encoding: EncodeOptions): { files: Sourced<IgnitionFile>[]; units: Sourced<IgnitionUnit>[] } {
+export function groupEntries(users: readonly PlanUser[], late: readonly LateGroup[], encoding: EncodeOptions, bootstrapUnit = BOOTSTRAP_UNIT): { files: Sourced<IgnitionFile>[]; units: Sourced<IgnitionUnit>[] } {
   if (!users.some((u) => u.groups.length > 0 || u.primaryGroup !== undefined)) return { files: [], units: [] };
   return {
     files: [generatedFile(GROUPS_SCRIPT, groupsScript(users, late), SCRIPT_MODE, encoding)],
-    units: [{ entry: { name: GROUPS_UNIT, enabled: true, contents: groupsUnit() }, origin: GENERATED }],
+    units: [{ entry: { name: GROUPS_UNIT, enabled: true, contents: groupsUnit(bootstrapUnit) }, origin: GENERATED }],
   };
 }

@@ -6,7 +6,7 @@
 import { type FieldProblem, RequestError, fieldError } from '../../errors.js';
 import type { ProvisioningPlan } from '../plan/types.js';
 import { mergeAdditionalConfig, type MergedConfig } from './additional/apply.js';
-import { bootstrapEntries } from './bootstrap.js';
+import { bootstrapEntries, layoutNames } from './bootstrap.js';
 import type { IgnitionFile, IgnitionUnit, Sourced } from './config.js';
 import type { EncodeOptions } from './dataurl.js';
 import { directoryEntries, fileEntries } from './files.js';
@@ -45,11 +45,17 @@ function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Merg
   const encoding: EncodeOptions = { gzip: compareSpecs(version, '3.1.0') >= 0 };
   const problems: FieldProblem[] = [];
 
+  for (const use of plan.bootValues?.jinjaUses ?? []) {
+    problems.push({
+      path: use.path,
+      message: `uses cloud-init Jinja (${use.source}), which only cloud-config fills in; an Ignition node reads its metadata from a metadata file: use a variable such as \${COREOS_EC2_HOSTNAME} (Flatcar) or \${AFTERBURN_AWS_HOSTNAME} (Fedora CoreOS), see docs/boot-identity.md`,
+    });
+  }
   const boot = bootstrapEntries(plan, encoding);
   const passwd = passwdEntries(plan.users, encoding, problems);
   const lateFiles = deferGroupOwners(plan.users, plan.files);
   const lateDirs = deferGroupOwners(plan.users, plan.directories);
-  const groups = groupEntries(plan.users, [...lateFiles.late, ...lateDirs.late], encoding);
+  const groups = groupEntries(plan.users, [...lateFiles.late, ...lateDirs.late], encoding, layoutNames(plan.layout, plan.commands.main.configFile.name).unit);
   const ntp = ntpEntries(plan.ntp, encoding);
   const derivedFiles = [...boot.files, ...groups.files, ...passwd.files, ...ntp.files];
   const planFiles = fileEntries(lateFiles.entries, encoding, problems);
@@ -89,6 +95,7 @@ function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Merg
   return mergeAdditionalConfig(generated, plan.ignition, {
     paths: [...boot.files, ...groups.files].map((f) => f.entry.path),
     units: [...boot.units, ...groups.units].map((u) => u.entry.name),
+    kubeadmUnit: layoutNames(plan.layout, plan.commands.main.configFile.name).unit,
   });
 }
 

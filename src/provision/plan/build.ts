@@ -8,6 +8,7 @@ import type { KubeadmBootstrap } from '../../bootstrap/kubeadm/build.js';
 import type { FileInput, NodeBootstrap } from '../../request/schema.js';
 import { type FieldProblem, RequestError } from '../../errors.js';
 import { checkPlan } from './check.js';
+import { findBootValues, type MetadataNodeName } from './bootvalues.js';
 import { bootPathProblem } from './protected.js';
 import { type Owner, type PlanDirectory, type PlanDisk, type PlanFile, type PlanUser, type ProvisioningPlan, SUCCESS_SENTINEL } from './types.js';
 
@@ -187,6 +188,17 @@ function bootPathProblems(plan: ProvisioningPlan): FieldProblem[] {
   return problems;
 }
 
+/** What {@link buildPlan} needs beyond the request and the kubeadm builder's output. */
+export interface BuildPlanOptions {
+  /**
+   * The request came in Cluster API shape: its instance-data Jinja and metadata variables
+   * are used as CABPK's users write them, and the Ignition layout is CABPK's.
+   */
+  clusterApi?: boolean;
+  /** The node name read from metadata (`spec.nodeName.fromMetadata`), as the format writes it. */
+  nodeName?: MetadataNodeName;
+}
+
 /**
  * Build the plan: PKI and request files (decoded to bytes, modes as numbers, owners
  * split, non-root owners deferred until users exist), users (groups split on commas),
@@ -194,7 +206,8 @@ function bootPathProblems(plan: ProvisioningPlan): FieldProblem[] {
  * command and Cluster API's success sentinel, and the additional Ignition config
  * (`spec.provisioning.ignition.containerLinuxConfig`, kept as text for the Ignition
  * renderer), and the directories above files a created user owns under their home
- * ({@link homeDirectories}). The node's OS is `targetOs` (`./os.ts`); a Windows plan's
+ * ({@link homeDirectories}), the values the node reads at boot ({@link findBootValues}),
+ * the layout (Cluster API's for Cluster API input). The node's OS is `targetOs` (`./os.ts`); a Windows plan's
  * sentinel is `C:\run\cluster-api\bootstrap-success.complete`. The plan is then checked
  * once for every format (`checkPlan`) and for its OS (`osPlanProblems`).
  *
@@ -202,8 +215,10 @@ function bootPathProblems(plan: ProvisioningPlan): FieldProblem[] {
  *   files and mount points at a path bootwright needs ({@link bootPathProblem}), and for
  *   every problem `checkPlan` and `osPlanProblems` find
  */
-export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap): ProvisioningPlan {
+export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap, options: BuildPlanOptions = {}): ProvisioningPlan {
   const prov = req.spec.provisioning ?? {};
+  const clusterApi = options.clusterApi ?? false;
+  const bootValues = findBootValues(req, clusterApi, options.nodeName);
   const files = planFiles(req, kubeadm);
   const users: PlanUser[] = (prov.users ?? []).map((u, i) => ({
       origin: `spec.provisioning.users[${i}]`,
@@ -255,11 +270,13 @@ export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap): Provis
     commands: {
       boot: prov.bootCommands ?? [],
       pre: prov.preKubeadmCommands ?? [],
-      main: { argv: kubeadm.argv, configFile: { name: kubeadm.fileName, contents: kubeadm.yaml }, ...(kubeadm.retry ? { retry: kubeadm.retry } : {}) },
+      main: { argv: kubeadm.argv, configFile: { name: kubeadm.fileName, contents: kubeadm.yaml, documents: kubeadm.documents }, ...(kubeadm.retry ? { retry: kubeadm.retry } : {}) },
       post: prov.postKubeadmCommands ?? [],
     },
     successSentinel: os.os === 'windows' ? WINDOWS_SUCCESS_SENTINEL : SUCCESS_SENTINEL,
     ...planIgnition(prov),
+    bootValues,
+    layout: clusterApi ? 'cluster-api' : 'bootwright',
     warnings: [...kubeadm.warnings],
   };
   const problems = [...bootPathProblems(plan), ...checkPlan(plan), ...osPlanProblems(plan, req)];

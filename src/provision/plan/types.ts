@@ -171,6 +171,11 @@ export interface KubeadmConfigFile {
   name: string;
   /** The multi-document YAML stream. */
   contents: string;
+  /**
+   * The documents `contents` serializes (`---` + {@link dumpYaml} of each), so a renderer
+   * that must write them differently (cloud-init Jinja: values quoted) can.
+   */
+  documents?: readonly Record<string, unknown>[];
 }
 
 /** The ordered command phases. */
@@ -202,6 +207,42 @@ export interface PlanIgnitionAdditional {
   strict?: boolean;
 }
 
+/** One use of a value the node reads at boot, where the request gave it. */
+export interface BootValueUse {
+  /** The request field (e.g. `spec.kubeadm.joinConfiguration.nodeRegistration.name`). */
+  path: string;
+  /** The text as written: `{{ ds.meta_data.local_hostname }}` or `${COREOS_EC2_HOSTNAME}`. */
+  source: string;
+}
+
+/**
+ * Values known only on the node at boot (DESIGN: boot-time identity), each provisioner
+ * its own way: cloud-init instance-data Jinja for cloud-config, variables of a metadata
+ * environment file (`/run/metadata/flatcar`, `/run/metadata/afterburn`) for Ignition.
+ */
+export interface PlanBootValues {
+  /**
+   * Where cloud-config reads instance-data Jinja: `request` (Cluster API input, as CABPK:
+   * kubeadm values, commands, plain-text file contents) or `kubeadm` (a native request's
+   * `spec.nodeName.fromMetadata`: the kubeadm configuration only). Absent: nowhere.
+   */
+  jinja?: 'request' | 'kubeadm';
+  /** The instance-data expressions the request uses. */
+  jinjaUses: BootValueUse[];
+  /** The metadata variables (`${NAME}`) the kubeadm configuration uses, with their names. */
+  variables: (BootValueUse & { name: string })[];
+  /** The metadata environment file the variables are read from on the node. */
+  metadataFile?: string;
+}
+
+/**
+ * Whose names the node's bootstrap files and units have where formats differ (Ignition):
+ * bootwright's (`/etc/kubeadm/`, `kubeadm-bootstrap.service`) or Cluster API's kubeadm
+ * bootstrap provider's (`/etc/kubeadm.yml`, `/etc/kubeadm.sh`, `kubeadm.service`), which
+ * Cluster API input gets so that templates' commands and drop-ins find what they name.
+ */
+export type PlanLayout = 'bootwright' | 'cluster-api';
+
 /** The operating system a plan is for; each provisioner writes for one. */
 export const TARGET_OS = ['linux', 'windows'] as const;
 export type TargetOs = (typeof TARGET_OS)[number];
@@ -227,6 +268,10 @@ export interface ProvisioningPlan {
   successSentinel: string;
   /** Extra Ignition config to merge (Ignition output only; other renderers ignore it). */
   ignition?: PlanIgnitionAdditional;
+  /** Values the node fills in at boot; absent: none. */
+  bootValues?: PlanBootValues;
+  /** File and unit names of the bootstrap (Ignition); absent: `bootwright`. */
+  layout?: PlanLayout;
   /** Non-fatal remarks for the caller (e.g. "kubeadm will generate a new CA"). */
   warnings: string[];
 }

@@ -24,6 +24,8 @@ import { zodProblems } from '../parse.js';
 import { type ClusterApiVersion, type KubeadmConfigSpec, kubeadmConfigObjectSchema, kubeadmConfigSpecSchema } from './schema.js';
 import { indexSecrets, type SecretIndex, secretText } from './secrets.js';
 import { executeTemplate } from './template.js';
+import { scanJinja } from '../../provision/cloudinit/jinja.js';
+import { metadataVariables } from '../../provision/plan/bootvalues.js';
 
 type Doc = Record<string, unknown>;
 
@@ -240,18 +242,11 @@ function kubeadmConfigurations(spec: KubeadmConfigSpec, role: unknown, target: K
   }
   for (const [doc, name] of [[init, 'initConfiguration'], [join, 'joinConfiguration']] as const) {
     const nodeName = (doc.nodeRegistration as Doc | undefined)?.name;
-    if (nodeName !== undefined && (typeof nodeName !== 'string' || !DNS_SUBDOMAIN.test(nodeName))) {
-      problems.push({
-        path: `${at}.${name}.nodeRegistration.name`,
-        message:
-          typeof nodeName === 'string' && /\{\{|\$\{|\$[A-Z_]/.test(nodeName)
-            ? 'holds a template or variable (such as {{ ds.meta_data.local_hostname }} or ${COREOS_EC2_HOSTNAME}) that only cloud-init Jinja or a later envsubst would fill in; bootwright writes the node name itself: give it in metadata.name'
-            : 'must be a DNS-1123 subdomain (a Kubernetes node name)',
-      });
+    // A name read at boot (instance-data Jinja, a metadata variable) is checked where it is read (plan/bootvalues.ts).
+    const readAtBoot = typeof nodeName === 'string' && (scanJinja(nodeName).expressions.length > 0 || metadataVariables(nodeName).length > 0 || editsKubeadmConfig(spec));
+    if (nodeName !== undefined && !readAtBoot && (typeof nodeName !== 'string' || !DNS_SUBDOMAIN.test(nodeName))) {
+      problems.push({ path: `${at}.${name}.nodeRegistration.name`, message: 'must be a DNS-1123 subdomain (a Kubernetes node name), or read it at boot: {{ ds.meta_data.local_hostname }} (cloud-config) or ${COREOS_EC2_HOSTNAME} (Ignition)' });
     }
-  }
-  for (const [doc, name] of [[cluster, 'clusterConfiguration'], [init, 'initConfiguration'], [join, 'joinConfiguration']] as const) {
-    for (const path of jinjaPaths(doc, `${at}.${name}`)) problems.push({ path, message: JINJA_MESSAGE });
   }
   if (role === 'worker') {
     const registration = child(join, 'nodeRegistration');
@@ -269,30 +264,24 @@ function kubeadmConfigurations(spec: KubeadmConfigSpec, role: unknown, target: K
   return kubeadm;
 }
 
-/** A Kubernetes node name: a DNS-1123 subdomain. */
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/**
+ * The kubeadm configuration files of CABPK's layouts: `/etc/kubeadm.yml` (Ignition),
+ * `/run/kubeadm/kubeadm.yaml` and `kubeadm-join-config.yaml` (cloud-config).
+ */
+const KUBEADM_CONFIG_FILES = /\/etc\/kubeadm\.yml\b|\/run\/kubeadm\/kubeadm(?:-join-config)?\.yaml\b/;
 
 /**
- * cloud-init Jinja (`{{ ds.meta_data.hostname }}`, `{{ v1.instance_id }}`,
- * `{{ local_hostname }}`, `{% if … %}`): CABPK's cloud-config starts with
- * `## template: jinja`, so provider templates use it; bootwright's cloud-config is plain
- * `#cloud-config` (a Jinja header would also rewrite every other `{{ }}` in the data)
- * and Ignition has no templates, so such a value would reach the node literally.
+ * Whether the template's boot or pre-kubeadm commands edit the kubeadm configuration
+ * (Azure's Flatcar templates: `name: '@@HOSTNAME@@'` and a `sed` over /etc/kubeadm.yml
+ * with the name from the instance metadata service): the node name is then the
+ * commands' business, checked by kubeadm on the node, not a DNS name at write time.
  */
-const JINJA = /\{\{-?\s*(?:(?:ds|v1|v2)\.[A-Za-z_]|(?:local_hostname|instance_id|cloud_name|region|availability_zone|platform)\s*-?\}\})|\{%-?\s*(?:if|for|set)\b/;
-const JINJA_MESSAGE =
-  'uses cloud-init Jinja (such as {{ ds.meta_data.hostname }}), which only a "## template: jinja" cloud-config fills in; bootwright writes plain #cloud-config and Ignition, so the text would reach the node as written: read the value at run time instead (e.g. $(cloud-init query ds.meta_data.hostname) in a command)';
-
-/** Paths of the string values under `value` that use cloud-init Jinja. */
-function jinjaPaths(value: unknown, at: string): string[] {
-  if (typeof value === 'string') return JINJA.test(value) ? [at] : [];
-  if (Array.isArray(value)) return value.flatMap((v, i) => jinjaPaths(v, `${at}[${i}]`));
-  if (isObject(value)) return Object.entries(value).flatMap(([k, v]) => jinjaPaths(v, `${at}.${k}`));
-  return [];
+function editsKubeadmConfig(spec: KubeadmConfigSpec): boolean {
+  return [...(spec.bootCommands ?? []), ...(spec.preKubeadmCommands ?? [])].some((c) => KUBEADM_CONFIG_FILES.test(c));
 }
 
-/** CABPK's Ignition file names, which bootwright's layout does not have. */
-const CABPK_IGNITION_PATHS = /\/etc\/kubeadm\.(?:yml|sh)\b/;
+/** A Kubernetes node name: a DNS-1123 subdomain. */
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /**
  * A file's `content` and `encoding` from a Secret's bytes, as CABPK writes `contentFrom`
@@ -356,15 +345,6 @@ function provisioning(spec: KubeadmConfigSpec, request: Doc, at: string, secrets
         rewrite.push([`spec.provisioning.users[${i}].passwd`, path]);
       }
       return user;
-    });
-  }
-  for (const key of ['bootCommands', 'preKubeadmCommands', 'postKubeadmCommands'] as const) {
-    spec[key]?.forEach((command, i) => {
-      const path = `${at}.${key}[${i}]`;
-      if (JINJA.test(command)) problems.push({ path, message: JINJA_MESSAGE });
-      if (CABPK_IGNITION_PATHS.test(command)) {
-        problems.push({ path, message: 'names /etc/kubeadm.yml or /etc/kubeadm.sh, the files of CABPK\'s Ignition output; bootwright writes the kubeadm configuration to /run/kubeadm/ (cloud-config) or /etc/kubeadm/ (Ignition), kubeadm.yaml for init and kubeadm-join-config.yaml for joins' });
-      }
     });
   }
   for (const key of ['diskSetup', 'mounts', 'bootCommands', 'preKubeadmCommands', 'postKubeadmCommands', 'ntp', 'ignition'] as const) {

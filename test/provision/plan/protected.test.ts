@@ -9,7 +9,8 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { RequestError } from '../../../src/errors.js';
 import { CLOUD_CONFIG_KUBEADM_DIR } from '../../../src/provision/cloudinit/render.js';
-import { BOOTCMD_UNIT, BOOTSTRAP_STAMP, BOOTSTRAP_STATE_DIR, BOOTSTRAP_UNIT, KUBEADM_DIR } from '../../../src/provision/ignition/bootstrap.js';
+import { BOOTCMD_UNIT, BOOTSTRAP_STAMP, BOOTSTRAP_STATE_DIR, BOOTSTRAP_UNIT, CAPI_BOOTSTRAP_SCRIPT, CAPI_BOOTSTRAP_UNIT, CAPI_KUBEADM_CONFIG, KUBEADM_DIR } from '../../../src/provision/ignition/bootstrap.js';
+import { METADATA_SCRIPT } from '../../../src/provision/ignition/metadata.js';
 import { UNIT_DIR } from '../../../src/provision/ignition/registry.js';
 import { BOOT_PATHS, BOOT_TREES, BOOT_UNITS, BOOTSTRAP_STATE_DIR as PLAN_STATE_DIR, bootPathProblem, SYSTEMD_UNIT_DIR } from '../../../src/provision/plan/protected.js';
 import { SUCCESS_SENTINEL } from '../../../src/provision/plan/types.js';
@@ -38,8 +39,8 @@ describe('the boot paths', () => {
     assert.equal(PLAN_STATE_DIR, BOOTSTRAP_STATE_DIR);
     assert.ok(atOrBelow(BOOTSTRAP_STAMP, PLAN_STATE_DIR));
     assert.equal(SYSTEMD_UNIT_DIR, UNIT_DIR);
-    assert.deepEqual([...BOOT_UNITS].sort(), [BOOTCMD_UNIT, BOOTSTRAP_UNIT].sort());
-    for (const p of [KUBEADM_DIR, CLOUD_CONFIG_KUBEADM_DIR, SUCCESS_SENTINEL, ...GENERATED_PATH_PREFIXES.map((g) => g.slice(0, -1))]) {
+    assert.deepEqual([...BOOT_UNITS].sort(), [BOOTCMD_UNIT, BOOTSTRAP_UNIT, CAPI_BOOTSTRAP_UNIT].sort());
+    for (const p of [KUBEADM_DIR, CAPI_KUBEADM_CONFIG, CAPI_BOOTSTRAP_SCRIPT, METADATA_SCRIPT, CLOUD_CONFIG_KUBEADM_DIR, SUCCESS_SENTINEL, ...GENERATED_PATH_PREFIXES.map((g) => g.slice(0, -1))]) {
       assert.ok(BOOT_TREES.some((t) => atOrBelow(p, t)), p);
     }
   });

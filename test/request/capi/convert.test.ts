@@ -45,7 +45,12 @@ describe('Cluster API input', () => {
     });
     const capi = worker({ kubeadmConfigSpec: { joinConfiguration: { nodeRegistration: { kubeletExtraArgs: [{ name: 'eviction-hard', value: 'x' }] } }, preKubeadmCommands: ['true'], files: [{ path: '/etc/a', content: 'a\n' }] } });
     assert.equal(render(capi).body, render(native).body);
-    assert.equal(render(capi, 'ignition').body, render(native, 'ignition').body);
+    // Ignition: the same files and commands, at CABPK's names for Cluster API input.
+    const files = (req: unknown) => ignitionFiles(JSON.parse(render(req, 'ignition').body));
+    const [c, n] = [files(capi), files(native)];
+    assert.deepEqual(c.get('/etc/kubeadm.yml'), n.get('/etc/kubeadm/kubeadm-join-config.yaml'));
+    assert.equal(c.get('/etc/kubeadm.sh')!.toString(), n.get('/etc/kubeadm/bootstrap.sh')!.toString().replace('/etc/kubeadm/kubeadm-join-config.yaml', '/etc/kubeadm.yml'));
+    assert.deepEqual(c.get('/etc/a'), n.get('/etc/a'));
   });
 
   it('adds node.cluster.x-k8s.io/uninitialized:NoSchedule to workers only, once, after the given taints', () => {
@@ -99,8 +104,8 @@ describe('Cluster API input', () => {
     assert.deepEqual(runcmd, [
       '(n=0; until kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml; do n=$((n+1)); [ "$n" -ge 5 ] && exit 1; kubeadm reset --force; sleep 15; done) && echo success > /run/cluster-api/bootstrap-success.complete',
     ]);
-    const script = ignitionFiles(JSON.parse(render(req, 'ignition').body)).get('/etc/kubeadm/bootstrap.sh')!.toString('utf8');
-    assert.match(script, /^\(n=0; until kubeadm join --config \/etc\/kubeadm\/kubeadm-join-config.yaml; do .*; done\) && echo success > \/run\/cluster-api\/bootstrap-success.complete$/m);
+    const script = ignitionFiles(JSON.parse(render(req, 'ignition').body)).get('/etc/kubeadm.sh')!.toString('utf8');
+    assert.match(script, /^\(n=0; until kubeadm join --config \/etc\/kubeadm.yml; do .*; done\) && echo success > \/run\/cluster-api\/bootstrap-success.complete$/m);
     // init ignores it, as CABPK does (there is nothing to join).
     const init = capiRequest('init', 'v1beta1');
     (init.spec.kubeadmConfigSpec as Doc).useExperimentalRetryJoin = true;
@@ -189,7 +194,7 @@ describe('Cluster API input', () => {
       [{ kubeadmConfigSpec: {}, provisioning: {} }, 'spec.provisioning', /not both/],
       [{ kubeadmConfigSpec: {}, kubeadmConfig: workerTemplate('v1beta2') }, 'spec.kubeadmConfig', /not both/],
       [{ kubeadmConfigSpec: { joinConfiguration: { controlPlane: {} } } }, 'spec.kubeadmConfigSpec.joinConfiguration.controlPlane', /spec.role is worker/],
-      [{ kubeadmConfigSpec: { joinConfiguration: { nodeRegistration: { name: '{{ ds.meta_data.local_hostname }}' } } } }, 'spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.name', /cloud-init Jinja/],
+      [{ kubeadmConfigSpec: { joinConfiguration: { nodeRegistration: { kubeletExtraArgs: [{ name: 'node-ip', value: '{% if v1.cloud_name %}a{% endif %}' }] } } } }, 'spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.kubeletExtraArgs[0].value', /line 1, column 1: is a Jinja statement/],
       [{ kubeadmConfigSpec: { joinConfiguration: { discovery: { file: { kubeConfig: { cluster: {} } } } } } }, 'spec.kubeadmConfigSpec.joinConfiguration.discovery.file.kubeConfig', /bootstrap token/],
       [{ kubeadmConfigSpec: { format: 'ignition' }, output: { format: 'cloud-config' } }, 'spec.kubeadmConfigSpec.format', /give one/],
       [{ kubeadmConfigSpec: { files: [{ path: '/etc/t', encoding: 'base64', content: 'eA==', contentFormat: 'Template' }] } }, 'spec.kubeadmConfigSpec.files[0].contentFormat', /plain-text/],
@@ -212,22 +217,24 @@ describe('Cluster API input', () => {
     assert.ok(problems.every((p) => p.path === 'spec.kubeadmConfigSpec.ignition.containerLinuxConfig.additionalConfig'), JSON.stringify(problems));
   });
 
-  it('refuses cloud-init Jinja and CABPK Ignition file names, which would reach the node as written', () => {
-    const cases: [Doc, string, RegExp][] = [
-      [{ preKubeadmCommands: ['hostnamectl set-hostname "{{ ds.meta_data.hostname }}"'] }, 'spec.kubeadmConfigSpec.preKubeadmCommands[0]', /cloud-init Jinja/],
-      [{ joinConfiguration: { nodeRegistration: { kubeletExtraArgs: [{ name: 'provider-id', value: "openstack:///'{{ instance_id }}'" }] } } }, 'spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.kubeletExtraArgs[0].value', /cloud-init Jinja/],
-      [{ joinConfiguration: { nodeRegistration: { name: '${COREOS_EC2_HOSTNAME}' } } }, 'spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.name', /give it in metadata\.name/],
+  it('reads cloud-init Jinja and metadata variables at boot, each where its format can, and refuses the rest at the field', () => {
+    const cases: [Doc, string, RegExp, ('cloud-config' | 'ignition')?][] = [
+      [{ preKubeadmCommands: ['{% for k in ds.meta_data %}echo {{ k }}{% endfor %}'] }, 'spec.kubeadmConfigSpec.preKubeadmCommands[0]', /line 1, column 1: is a Jinja statement \(\{% for %\}\)/],
+      [{ files: [{ path: '/etc/x', content: 'a\n  {{- v1.instance_id }}\n' }] }, 'spec.kubeadmConfigSpec.files[0].content', /line 2, column 3: uses Jinja whitespace control/],
       [{ joinConfiguration: { nodeRegistration: { name: 'Not_A_Name' } } }, 'spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.name', /DNS-1123 subdomain/],
-      [{ preKubeadmCommands: ['envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp'] }, 'spec.kubeadmConfigSpec.preKubeadmCommands[0]', /CABPK's Ignition output/],
+      [{ joinConfiguration: { nodeRegistration: { name: '${COREOS_EC2_HOSTNAME}' } } }, 'spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.name', /only the Ignition output fills in/, 'cloud-config'],
+      [{ joinConfiguration: { nodeRegistration: { name: '{{ ds.meta_data.local_hostname }}' } } }, 'spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration.name', /only cloud-config fills in/, 'ignition'],
+      [{ preKubeadmCommands: ['true', 'envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp'] }, 'spec.kubeadmConfigSpec.preKubeadmCommands[1]', /files of the Ignition output.*\/run\/kubeadm\/kubeadm-join-config\.yaml/, 'cloud-config'],
     ];
-    for (const [spec, path, message] of cases) {
-      const [first] = problemsOf(() => validateNodeBootstrap(worker({ kubeadmConfigSpec: spec })));
+    for (const [spec, path, message, format] of cases) {
+      const [first] = problemsOf(() => (format ? render(worker({ kubeadmConfigSpec: spec }), format) : validateNodeBootstrap(worker({ kubeadmConfigSpec: spec }))));
       assert.ok(first, path);
       assert.equal(first.path, path);
       assert.match(first.message, message);
     }
-    // Go templates and other braces are not Jinja: kept as written (case 001's kind).
-    const kept = worker({ kubeadmConfigSpec: { postKubeadmCommands: ["sed -i 's/{{ .PodSubnet }}/10.0.0.0\\/16/' /etc/cni.yaml"], files: [{ path: '/etc/j2', content: '{{ ds.meta_data.hostname }}\n' }] } });
+    // Go templates and other braces are not Jinja: kept as written (case 001's kind), and without Jinja no header.
+    const kept = worker({ kubeadmConfigSpec: { postKubeadmCommands: ["sed -i 's/{{ .PodSubnet }}/10.0.0.0\\/16/' /etc/cni.yaml"] } });
+    assert.ok(render(kept).body.startsWith('#cloud-config\n'));
     assert.deepEqual((load(render(kept).body) as { runcmd: string[] }).runcmd.at(-1), "sed -i 's/{{ .PodSubnet }}/10.0.0.0\\/16/' /etc/cni.yaml");
   });
 

@@ -26,6 +26,8 @@ export interface ProtectedEntries {
   paths: readonly string[];
   /** Units bootwright writes (`kubeadm-bootstrap.service`, ...). */
   units: readonly string[];
+  /** The unit that runs kubeadm: `kubeadm-bootstrap.service`, or CABPK's `kubeadm.service` for Cluster API input. */
+  kubeadmUnit?: string;
 }
 
 /** The merged config, plus what the additional config asks of the output. */
@@ -45,6 +47,12 @@ const PROTECTED_TREES = BOOT_TREES;
  * Cluster API provider templates add drop-ins to it, which would land on no unit here.
  */
 const CAPI_KUBEADM_UNIT = 'kubeadm.service';
+
+/**
+ * Drop-in settings that would stop the kubeadm unit running its script once: another
+ * `ExecStart=` (or its reset), another `Type=`, a condition or assertion that can skip it.
+ */
+const KUBEADM_DROPIN_REFUSED = /^[ \t]*(ExecStart|Type|Condition[A-Za-z]+|Assert[A-Za-z]+)[ \t]*=/m;
 
 /**
  * Read the additional config by kind (see `./detect.ts`). `strict` defaults: Butane and
@@ -95,12 +103,22 @@ function protectedProblems(child: Obj, prot: ProtectedEntries): { at: string; me
   const units = isObject(child.systemd) && Array.isArray(child.systemd.units) ? child.systemd.units : [];
   for (const [i, unit] of units.entries()) {
     if (!isObject(unit) || typeof unit.name !== 'string') continue;
-    if (unit.name === CAPI_KUBEADM_UNIT && unit.contents === undefined && Array.isArray(unit.dropins) && unit.dropins.length > 0) {
-      out.push({ at: `systemd.units[${i}]`, message: `${CAPI_KUBEADM_UNIT} is Cluster API's unit name; bootwright runs kubeadm from ${BOOTSTRAP_UNIT}: add the drop-in there` });
+    const kubeadmUnit = prot.kubeadmUnit ?? BOOTSTRAP_UNIT;
+    if (unit.name === CAPI_KUBEADM_UNIT && kubeadmUnit !== CAPI_KUBEADM_UNIT && unit.contents === undefined && Array.isArray(unit.dropins) && unit.dropins.length > 0) {
+      out.push({ at: `systemd.units[${i}]`, message: `${CAPI_KUBEADM_UNIT} is Cluster API's unit name, which bootwright uses for Cluster API input only; this request runs kubeadm from ${kubeadmUnit}: add the drop-in there` });
     }
     if (!prot.units.includes(unit.name)) continue;
+    // What bootwright sets already may be said again (templates write `enabled: true`).
+    const same: Record<string, unknown> = { enabled: true, mask: false };
     for (const field of ['contents', 'enabled', 'mask']) {
-      if (unit[field] !== undefined) out.push({ at: `systemd.units[${i}].${field}`, message: `may not change ${unit.name}, which bootwright generates to run kubeadm (dropins may be added)` });
+      if (unit[field] !== undefined && unit[field] !== same[field]) out.push({ at: `systemd.units[${i}].${field}`, message: `may not change ${unit.name}, which bootwright generates to run kubeadm (dropins may be added)` });
+    }
+    if (unit.name !== kubeadmUnit || !Array.isArray(unit.dropins)) continue;
+    for (const [j, dropin] of unit.dropins.entries()) {
+      const setting = isObject(dropin) && typeof dropin.contents === 'string' ? KUBEADM_DROPIN_REFUSED.exec(dropin.contents) : null;
+      if (setting) {
+        out.push({ at: `systemd.units[${i}].dropins[${j}].contents`, message: `sets ${setting[1]!}=, which would stop ${unit.name} running kubeadm once (bootwright's ExecStart runs the commands and kubeadm): add ExecStartPre=, EnvironmentFile=, Requires= or After= instead` });
+      }
     }
   }
   const cfg = isObject(child.ignition) && isObject(child.ignition.config) ? child.ignition.config : undefined;

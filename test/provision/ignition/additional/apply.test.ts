@@ -279,8 +279,8 @@ describe('additional config errors', () => {
     );
   });
 
-  it("a drop-in for Cluster API's kubeadm.service is refused, pointing at kubeadm-bootstrap.service", () => {
-    const capi = `kubeadm.service is Cluster API's unit name; bootwright runs kubeadm from ${BOOTSTRAP_UNIT}: add the drop-in there`;
+  it("a drop-in for Cluster API's kubeadm.service is refused in bootwright's layout, pointing at kubeadm-bootstrap.service", () => {
+    const capi = `kubeadm.service is Cluster API's unit name, which bootwright uses for Cluster API input only; this request runs kubeadm from ${BOOTSTRAP_UNIT}: add the drop-in there`;
     // CAPA/CAPO Flatcar templates: Butane, and the CLC CABPK transpiles.
     const dropin = '"[Unit]\\nRequires=coreos-metadata.service\\nAfter=coreos-metadata.service\\n[Service]\\nEnvironmentFile=/run/metadata/flatcar\\n"';
     assert.equal(message(`variant: flatcar\nversion: 1.0.0\nsystemd:\n  units:\n    - name: kubeadm.service\n      enabled: true\n      dropins:\n        - name: 10-flatcar.conf\n          contents: ${dropin}\n`), `${ORIGIN}: systemd.units[0]: ${capi}`);
