@@ -128,6 +128,17 @@ export const configSchema = z.strictObject({
   refusedAuditMax: z.coerce.number().int().min(1).default(10_000),
   /** Discovered machines not seen, and refusal audit rows older, than this many seconds are deleted. 0 keeps them. */
   unauthenticatedRetentionSeconds: z.coerce.number().int().min(0).default(30 * 24 * 3600),
+  /**
+   * How long a boot report URL works after the signed URL the config was fetched with
+   * expires, seconds (kubeadm may run, and retry, long after the fetch).
+   */
+  reportUrlSeconds: z.coerce.number().int().min(60).default(24 * 3600),
+  /** A machine that fetched its config and has not reported within this many seconds is `Stalled`. */
+  reportTimeoutSeconds: z.coerce.number().int().min(1).default(1800),
+  /** Largest boot report body, bytes (413 beyond it). */
+  maxReportBytes: z.coerce.number().int().min(1024).max(1024 * 1024).default(16 * 1024),
+  /** Boot reports a machine may send per config fetch (a retried report counts); beyond it 429. */
+  reportsPerFetch: z.coerce.number().int().min(1).default(10),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -167,6 +178,10 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_MAX_LABEL_SELECTOR_CHARS: 'maxLabelSelectorChars',
   BOOTWRIGHT_MAX_LABEL_SELECTOR_TERMS: 'maxLabelSelectorTerms',
   BOOTWRIGHT_MAX_QUERY_PARAMETERS: 'maxQueryParameters',
+  BOOTWRIGHT_REPORT_URL_SECONDS: 'reportUrlSeconds',
+  BOOTWRIGHT_REPORT_TIMEOUT_SECONDS: 'reportTimeoutSeconds',
+  BOOTWRIGHT_MAX_REPORT_BYTES: 'maxReportBytes',
+  BOOTWRIGHT_REPORTS_PER_FETCH: 'reportsPerFetch',
 };
 
 /** The document limits of a configuration ({@link DocumentLimits}, checked on every parsed body). */

@@ -46,6 +46,11 @@ export interface RenderOptions {
   platform?: Platform | null;
   /** Name of the field or flag `platform` came from, for errors (default `spec.output.platform`). */
   platformField?: string;
+  /**
+   * The signed boot report URL of the machine the data is served for
+   * (src/provision/plan/report.ts); absent for a bare render: no report.
+   */
+  reportUrl?: string;
 }
 
 /** A finished render. */
@@ -122,7 +127,7 @@ export function renderNodeBootstrap(req: NodeBootstrap, options: RenderOptions =
 function render(req: NodeBootstrap, options: RenderOptions): RenderResult {
   const format = options.format ?? req.spec.output?.format ?? 'cloud-config';
   const kubeadm = buildKubeadm(req);
-  const plan = buildPlan(req, kubeadm);
+  const plan = buildPlan(req, kubeadm, options.reportUrl !== undefined ? { url: options.reportUrl } : undefined);
   let body: string;
   let mediaType: string;
   let ignitionVersion: IgnitionOutputVersion | undefined;

@@ -44,10 +44,12 @@ export function requestDigest(req: NodeBootstrap): string {
 /**
  * Key of one render of a request: renderer version, format, requested Ignition spec,
  * the platform asked by the query (`-` for none asked; `null` for limits turned off),
- * and the request's canonical digest (which covers `spec.output`).
+ * the request's canonical digest (which covers `spec.output`), and the boot report URL
+ * carried in the data (none for a bare render).
  */
-export function renderKey(digest: string, format: OutputFormat, ignitionVersion: string | undefined, platform?: string | null): string {
-  return sha256(`${RENDERER_VERSION}\n${format}\n${ignitionVersion ?? ''}\n${platform === undefined ? '-' : String(platform)}\n${digest}`);
+export function renderKey(digest: string, format: OutputFormat, ignitionVersion: string | undefined, platform?: string | null, reportUrl?: string): string {
+  const report = reportUrl === undefined ? '' : `\n${reportUrl}`;
+  return sha256(`${RENDERER_VERSION}\n${format}\n${ignitionVersion ?? ''}\n${platform === undefined ? '-' : String(platform)}\n${digest}${report}`);
 }
 
 /** The two LRUs. Cached objects are shared between requests and never mutated. */

@@ -104,6 +104,8 @@ export interface DeliveryQuery {
   format?: OutputFormat | undefined;
   ignitionVersion?: string | undefined;
   platform?: Platform | null | undefined;
+  /** The machine's signed boot report URL, carried in the data (routes that serve a stored machine). */
+  reportUrl?: string | undefined;
 }
 
 /**
@@ -121,9 +123,10 @@ export function negotiatedRender(
   const { req, digest } = known;
   const n = negotiate(query.format, request.headers.accept, req.spec.output?.format ?? 'cloud-config', (v) => servedIgnitionVersion(v) !== undefined);
   const requestedVersion = query.ignitionVersion ?? n.ignitionVersion;
-  const result = ctx.cache.render(renderKey(digest, n.format, requestedVersion, query.platform), () =>
+  const result = ctx.cache.render(renderKey(digest, n.format, requestedVersion, query.platform, query.reportUrl), () =>
     renderNodeBootstrap(req, {
       format: n.format,
+      ...(query.reportUrl !== undefined ? { reportUrl: query.reportUrl } : {}),
       ...(query.platform !== undefined ? { platform: query.platform, platformField: 'platform' } : {}),
       ...(requestedVersion !== undefined ? { ignitionVersion: requestedVersion, ignitionVersionField: query.ignitionVersion ? 'ignitionVersion' : 'Accept' } : {}),
     }),
@@ -140,6 +143,7 @@ export function negotiatedRender(
  * Sends 200 with the payload (cloud-config text, the Ignition config, or the JSON
  * envelope) and a strong ETag of those bytes, or 304 when `If-None-Match` matches it.
  *
+ * @returns the render sent (also for a 304), for the audit row
  * @throws NotAcceptableError (406) when nothing acceptable is offered; RequestError
  *   (422) naming the field for anything the builder or renderer cannot express.
  */
@@ -149,7 +153,7 @@ export function sendBootstrapData(
   reply: FastifyReply,
   known: KnownRequest,
   query: DeliveryQuery,
-): void {
+): RenderResult {
   reply.header('vary', 'Accept');
   const { n, result } = negotiatedRender(ctx, request, known, query);
   const body = n.envelope ? Buffer.from(envelope(result), 'utf8') : (result.gzip ?? Buffer.from(result.body, 'utf8'));
@@ -157,9 +161,10 @@ export function sendBootstrapData(
   reply.header('etag', etag).header('cache-control', 'private, no-cache');
   if (noneMatch(request.headers['if-none-match'], etag)) {
     void reply.code(304).send();
-    return;
+    return result;
   }
   const type = n.envelope || result.format === 'ignition' || result.gzip ? (n.envelope ? ENVELOPE_MEDIA_TYPE : result.mediaType) : `${CLOUD_CONFIG_MEDIA_TYPE}; charset=utf-8`;
   // Bytes, not a string: fastify then sends the media type exactly as given (no added charset).
   void reply.header('content-type', type).send(body);
+  return result;
 }

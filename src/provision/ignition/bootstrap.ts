@@ -13,6 +13,7 @@
  *   `kubeadm-bootcmd.service`, ordered before the kubeadm unit.
  */
 import { retriedCommand, shellCommand, shellQuote } from '../shell.js';
+import { KUBEADM_RC, REPORT_FAILURE_UNIT, reportCommand, reportedKubeadmLine } from '../plan/report.js';
 import type { CommandList, ProvisioningPlan } from '../plan/types.js';
 import { GENERATED, type IgnitionFile, type IgnitionUnit, type Sourced } from './config.js';
 import type { EncodeOptions } from './dataurl.js';
@@ -54,7 +55,10 @@ function script(lines: CommandList): string {
  * `sh` script, byte for byte, with no `set -e` (a failing line does not stop the next).
  * Pre commands, then `mkdir -p <sentinel dir>` and
  * `<argv> --config <path> && echo success > <sentinel>` (words quoted only when needed),
- * so the sentinel exists only when kubeadm succeeded, then post commands.
+ * so the sentinel exists only when kubeadm succeeded, then post commands. With a boot
+ * report (src/provision/plan/report.ts) the kubeadm line keeps its output and status,
+ * and the script ends with that status, so the unit's `ExecStartPost=` (success) or
+ * `OnFailure=` (failure) sends the report.
  *
  * @param configPath where the kubeadm configuration is written
  */
@@ -62,9 +66,11 @@ export function bootstrapScript(plan: ProvisioningPlan, configPath: string): str
   const { pre, main, post } = plan.commands;
   const sentinel = plan.successSentinel;
   const command = shellCommand([...main.argv, '--config', configPath]);
-  const kubeadm = `${main.retry ? retriedCommand(command, main.retry) : command} && echo success > ${shellQuote(sentinel)}`;
+  const retried = main.retry ? retriedCommand(command, main.retry) : command;
+  const kubeadm = plan.report ? reportedKubeadmLine(retried, sentinel) : `${retried} && echo success > ${shellQuote(sentinel)}`;
   const sentinelDir = sentinel.slice(0, sentinel.lastIndexOf('/')) || '/';
-  return script([...pre, `mkdir -p ${shellQuote(sentinelDir)}`, kubeadm, ...post]);
+  const status = plan.report ? [`exit "$(cat ${KUBEADM_RC} 2>/dev/null || echo 1)"`] : [];
+  return script([...pre, `mkdir -p ${shellQuote(sentinelDir)}`, kubeadm, ...post, ...status]);
 }
 
 /** The every-boot script: the boot commands as lines of a `sh` script (cloud-init bootcmd). */
@@ -80,6 +86,8 @@ export function bootcmdScript(boot: CommandList): string {
  * systemd also runs when `ExecStart=` failed), so a failed bootstrap is not retried on
  * the next boot either. `StateDirectory=` creates /var/lib/bootwright. No user value
  * reaches the unit but the node name (`%` escaped; left out if it cannot be a setting).
+ * With a boot report: `OnFailure=` {@link REPORT_FAILURE_UNIT}, and an `ExecStartPost=-`
+ * running the report script with `success` (the `-` ignores its status; it exits 0 anyway).
  */
 export function bootstrapUnit(plan: ProvisioningPlan, withBootcmd: boolean): string {
   const node = plan.nodeName && !unitValueProblem(plan.nodeName) ? ` ${plan.nodeName}` : '';
@@ -90,10 +98,32 @@ export function bootstrapUnit(plan: ProvisioningPlan, withBootcmd: boolean): str
       'After=network-online.target',
       'After=containerd.service crio.service docker.service',
       ...(withBootcmd ? [`After=${BOOTCMD_UNIT}`] : []),
+      ...(plan.report ? [`OnFailure=${REPORT_FAILURE_UNIT}`] : []),
     ],
     BOOTSTRAP_SCRIPT,
     BOOTSTRAP_STAMP,
+    plan.report ? [`-${reportCommand('success')}`] : [],
   );
+}
+
+/**
+ * {@link REPORT_FAILURE_UNIT}: started by systemd when the bootstrap unit fails
+ * (`OnFailure=`), runs the report script with `failure` once, after the network is up.
+ * Not enabled: nothing but `OnFailure=` starts it.
+ */
+export function reportFailureUnit(): string {
+  return [
+    '[Unit]',
+    'Description=Report a failed kubeadm bootstrap to bootwright',
+    'Wants=network-online.target',
+    'After=network-online.target',
+    '',
+    '[Service]',
+    'Type=oneshot',
+    `ExecStart=-${reportCommand('failure')}`,
+    'StandardOutput=journal+console',
+    '',
+  ].join('\n');
 }
 
 /**
@@ -102,8 +132,9 @@ export function bootstrapUnit(plan: ProvisioningPlan, withBootcmd: boolean): str
  * it is not retried on later boots); `StateDirectory=` creates the stamp's directory.
  *
  * @param unitLines the `[Unit]` settings before the stamp condition (description, ordering)
+ * @param afterStart more `ExecStartPost=` command lines, run after the stamp is written
  */
-export function runOnceUnit(unitLines: readonly string[], script: string, stamp: string): string {
+export function runOnceUnit(unitLines: readonly string[], script: string, stamp: string, afterStart: readonly string[] = []): string {
   return [
     '[Unit]',
     ...unitLines,
@@ -115,6 +146,7 @@ export function runOnceUnit(unitLines: readonly string[], script: string, stamp:
     `StateDirectory=${STATE_DIRECTORY}`,
     `ExecStart=/bin/sh ${script}`,
     `ExecStartPost=touch ${stamp}`,
+    ...afterStart.map((c) => `ExecStartPost=${c}`),
     `ExecStopPost=touch ${stamp}`,
     'StandardOutput=journal+console',
     '',
@@ -164,6 +196,7 @@ export function bootstrapEntries(plan: ProvisioningPlan, encoding: EncodeOptions
   const units: Sourced<IgnitionUnit>[] = [
     ...(withBootcmd ? [{ entry: { name: BOOTCMD_UNIT, enabled: true, contents: bootcmdUnit() }, origin: GENERATED }] : []),
     { entry: { name: BOOTSTRAP_UNIT, enabled: true, contents: bootstrapUnit(plan, withBootcmd) }, origin: GENERATED },
+    ...(plan.report ? [{ entry: { name: REPORT_FAILURE_UNIT, contents: reportFailureUnit() }, origin: GENERATED }] : []),
   ];
   return { files, units };
 }

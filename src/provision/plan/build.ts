@@ -8,7 +8,8 @@ import type { FileInput, NodeBootstrap } from '../../request/schema.js';
 import { type FieldProblem, RequestError } from '../../errors.js';
 import { checkPlan } from './check.js';
 import { bootPathProblem } from './protected.js';
-import { type Owner, type PlanDirectory, type PlanDisk, type PlanFile, type PlanUser, type ProvisioningPlan, SUCCESS_SENTINEL } from './types.js';
+import { reportFile } from './report.js';
+import { type Owner, type PlanDirectory, type PlanDisk, type PlanFile, type PlanReport, type PlanUser, type ProvisioningPlan, SUCCESS_SENTINEL } from './types.js';
 
 /** cloud-init's default file mode for `write_files` (0644). */
 const DEFAULT_FILE_MODE = 0o644;
@@ -193,16 +194,21 @@ function bootPathProblems(plan: ProvisioningPlan): FieldProblem[] {
  * command and Cluster API's success sentinel, and the additional Ignition config
  * (`spec.provisioning.ignition.containerLinuxConfig`, kept as text for the Ignition
  * renderer), and the directories above files a created user owns under their home
- * ({@link homeDirectories}). The plan is then checked once for every format
+ * ({@link homeDirectories}). With `report` (data served for a stored machine), the
+ * boot report script is added as bootwright's own file and the plan carries the target
+ * (src/provision/plan/report.ts). The plan is then checked once for every format
  * (`checkPlan`).
+ *
+ * @param report where the node reports kubeadm's outcome; absent for a bare render
  *
  * @throws RequestError naming the field for contents that do not decode, for request
  *   files and mount points at a path bootwright needs ({@link bootPathProblem}), and for
  *   every problem `checkPlan` finds
  */
-export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap): ProvisioningPlan {
+export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap, report?: PlanReport): ProvisioningPlan {
   const prov = req.spec.provisioning ?? {};
   const files = planFiles(req, kubeadm);
+  if (report) files.push(reportFile(report));
   const users: PlanUser[] = (prov.users ?? []).map((u, i) => ({
       origin: `spec.provisioning.users[${i}]`,
       name: u.name,
@@ -255,6 +261,7 @@ export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap): Provis
     },
     successSentinel: SUCCESS_SENTINEL,
     ...planIgnition(prov),
+    ...(report ? { report } : {}),
     warnings: [...kubeadm.warnings],
   };
   const problems = [...bootPathProblems(plan), ...checkPlan(plan)];

@@ -202,6 +202,12 @@ export interface PlanIgnitionAdditional {
   strict?: boolean;
 }
 
+/** The boot report target of a plan (src/provision/plan/report.ts). */
+export interface PlanReport {
+  /** The signed report URL (absolute http or https, URI-safe characters only). */
+  url: string;
+}
+
 /** The whole plan. */
 export interface ProvisioningPlan {
   /** Node name, used for hostnames and unit descriptions. */
@@ -219,6 +225,11 @@ export interface ProvisioningPlan {
   successSentinel: string;
   /** Extra Ignition config to merge (Ignition output only; other renderers ignore it). */
   ignition?: PlanIgnitionAdditional;
+  /**
+   * Where the node reports kubeadm's outcome (a signed, expiring URL), when the data is
+   * served for a stored machine; absent for a bare render. See src/provision/plan/report.ts.
+   */
+  report?: PlanReport;
   /** Non-fatal remarks for the caller (e.g. "kubeadm will generate a new CA"). */
   warnings: string[];
 }
