@@ -47,6 +47,11 @@ declare module 'fastify' {
   }
 }
 
+/** The cut-off before which a machine still `Provisioning` is `Stalled` (`reportTimeoutSeconds` before `now`). */
+export function stalledBefore(config: Pick<Config, 'reportTimeoutSeconds'>, now: Date): string {
+  return new Date(now.getTime() - config.reportTimeoutSeconds * 1000).toISOString();
+}
+
 /** Everything a route needs from the service. */
 export interface ServiceContext {
   config: Config;
@@ -294,7 +299,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const store = options.store ?? (await openSqliteStore(':memory:'));
   if (!options.store) app.addHook('onClose', async () => store.close());
   const cache = new RenderCache(config.renderCacheBytes);
-  const metrics = createMetrics(cache);
+  const metrics = createMetrics(cache, () => store.fleet(stalledBefore(config, new Date())));
   const tokens = new TokenTable(config.tokens);
   const context: ServiceContext = { config, cache, metrics, store, signing: urlSigning(config) };
   app.setErrorHandler(handleError.bind({ config, metrics }));
