@@ -143,7 +143,9 @@ export function negotiatedRender(
  * Sends 200 with the payload (cloud-config text, the Ignition config, or the JSON
  * envelope) and a strong ETag of those bytes, or 304 when `If-None-Match` matches it.
  *
- * @returns the render sent (also for a 304), for the audit row
+ * @param beforeSend called with the render just before the reply is sent (its onSend
+ *   hooks then see what the caller recorded, e.g. the audit details)
+ * @returns the render sent (also for a 304)
  * @throws NotAcceptableError (406) when nothing acceptable is offered; RequestError
  *   (422) naming the field for anything the builder or renderer cannot express.
  */
@@ -153,9 +155,11 @@ export function sendBootstrapData(
   reply: FastifyReply,
   known: KnownRequest,
   query: DeliveryQuery,
+  beforeSend?: (result: RenderResult) => void,
 ): RenderResult {
   reply.header('vary', 'Accept');
   const { n, result } = negotiatedRender(ctx, request, known, query);
+  beforeSend?.(result);
   const body = n.envelope ? Buffer.from(envelope(result), 'utf8') : (result.gzip ?? Buffer.from(result.body, 'utf8'));
   const etag = strongEtag(n.envelope ? createHash('sha256').update(body).digest('hex') : result.sha256);
   reply.header('etag', etag).header('cache-control', 'private, no-cache');

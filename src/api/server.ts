@@ -32,6 +32,7 @@ import { resourceRoutes } from './routes/resources.js';
 import { registerBodyParsers, REQUEST_SYNTAX_OF, UnsupportedCharsetError } from './body.js';
 import { bootAdminRoutes } from './routes/boot-admin.js';
 import { bootRoutes } from './routes/boot.js';
+import { fleetRoutes } from './routes/fleet.js';
 import { urlSigning, type UrlSigning } from './signing.js';
 import { PACKAGE_VERSION } from '../version.js';
 
@@ -423,6 +424,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   await app.register(resourceRoutes, context);
   await app.register(bootstrapRoutes, context);
   await app.register(bootAdminRoutes, context);
+  await app.register(fleetRoutes, context);
   // Firmware-facing (no /v1, no token): under-pressure above sheds them too (503 + Retry-After).
   await app.register(bootRoutes, context);
   return app;

@@ -92,12 +92,12 @@ export const REFUSAL: Record<Exclude<Verdict, 'ok'>, string> = {
  *
  * @throws as `sendBootstrapData`, except the platform's UserDataLimitError
  */
-function sendTarget(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, known: KnownRequest, query: DeliveryQuery): RenderResult {
+function sendTarget(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, known: KnownRequest, query: DeliveryQuery, beforeSend: (result: RenderResult) => void): void {
   try {
-    return sendBootstrapData(ctx, request, reply, known, query);
+    sendBootstrapData(ctx, request, reply, known, query, beforeSend);
   } catch (e) {
     if (!(e instanceof UserDataLimitError)) throw e;
-    return sendBootstrapData(ctx, request, reply, known, { ...query, platform: null });
+    sendBootstrapData(ctx, request, reply, known, { ...query, platform: null }, beforeSend);
   }
 }
 
@@ -367,8 +367,8 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const parts = await machineParts(ctx.store, name, undefined);
       const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts, documentLimits(ctx.config)));
       if (!(await takeFetch(parts.machine))) return refuse(entry, reply, FETCH_LIMIT);
-      const result = sendTarget(ctx, request, reply, known, { format: 'ignition', ignitionVersion, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), name, exp) });
-      Object.assign(entry, servedAs(parts.machine.revision, result));
+      const query = { format: 'ignition' as const, ignitionVersion, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), name, exp) };
+      sendTarget(ctx, request, reply, known, query, (result) => Object.assign(entry, servedAs(parts.machine.revision, result)));
       return reply;
     },
   );
@@ -413,8 +413,8 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
         const parts = await machineParts(ctx.store, id, undefined);
         const known = ctx.cache.assembled(partsKey(parts), () => machineNodeBootstrap(parts, documentLimits(ctx.config)));
         if (!(await takeFetch(parts.machine))) return refuse(entry, reply, FETCH_LIMIT);
-        const result = sendTarget(ctx, request, reply, known, { format: 'cloud-config', reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), id, exp) });
-        Object.assign(entry, servedAs(parts.machine.revision, result));
+        const query = { format: 'cloud-config' as const, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), id, exp) };
+        sendTarget(ctx, request, reply, known, query, (result) => Object.assign(entry, servedAs(parts.machine.revision, result)));
         return reply;
       }
       const machine = await ctx.store.get('Machine', id);
