@@ -33,6 +33,7 @@ import { registerBodyParsers, REQUEST_SYNTAX_OF, UnsupportedCharsetError } from 
 import { bootAdminRoutes } from './routes/boot-admin.js';
 import { bootRoutes } from './routes/boot.js';
 import { fleetRoutes } from './routes/fleet.js';
+import { uiRoutes } from './routes/ui.js';
 import { urlSigning, type UrlSigning } from './signing.js';
 import { PACKAGE_VERSION } from '../version.js';
 
@@ -62,6 +63,8 @@ export interface ServiceContext {
   store: Store;
   /** Signed firmware URLs: key, lifetime, base URL. */
   signing: UrlSigning;
+  /** The bearer tokens (the status page authenticates its cookie with them). */
+  tokens: TokenTable;
 }
 
 /** Options for {@link buildServer}. */
@@ -302,7 +305,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const cache = new RenderCache(config.renderCacheBytes);
   const metrics = createMetrics(cache, () => store.fleet(stalledBefore(config, new Date())));
   const tokens = new TokenTable(config.tokens);
-  const context: ServiceContext = { config, cache, metrics, store, signing: urlSigning(config) };
+  const context: ServiceContext = { config, cache, metrics, store, signing: urlSigning(config), tokens };
   app.setErrorHandler(handleError.bind({ config, metrics }));
 
   // Node's requestTimeout cuts a request whose headers are late, but not a body trickled
@@ -425,6 +428,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   await app.register(bootstrapRoutes, context);
   await app.register(bootAdminRoutes, context);
   await app.register(fleetRoutes, context);
+  await app.register(uiRoutes, context);
   // Firmware-facing (no /v1, no token): under-pressure above sheds them too (503 + Retry-After).
   await app.register(bootRoutes, context);
   return app;
