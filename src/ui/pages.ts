@@ -99,7 +99,7 @@ export function fleetBody(input: {
       input.canEnrol
         ? html`<form method="post" action="/ui/enrol">
 <input type="hidden" name="csrf" value="${input.csrf}">${(['mac', 'uuid', 'serial', 'hostname'] as const).map((k) => (d[k] !== undefined ? html`<input type="hidden" name="${k}" value="${d[k]}">` : ''))}
-<label for="name-${i}">Name</label><input id="name-${i}" name="name" value="${suggested}" required pattern="[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?">
+<label for="name-${i}">Name</label><input id="name-${i}" name="name" value="${suggested}" required pattern="[a-z0-9]([a-z0-9\\-]{0,61}[a-z0-9])?" title="a DNS-1123 label: lower-case letters, digits and hyphens">
 <label for="cluster-${i}">Cluster</label><select id="cluster-${i}" name="cluster" required>${input.clusters.map((c) => html`<option>${c}</option>`)}</select>
 <label for="profile-${i}">Profile</label><select id="profile-${i}" name="profile" required>${input.profiles.map((p) => html`<option>${p}</option>`)}</select>
 <button type="submit">Enrol</button></form>`

@@ -13,7 +13,8 @@
  *   session token under the URL-signing key, checked in constant time.
  * - Every response carries a Content-Security-Policy with a per-response nonce for the
  *   inline style sheet and script (no external assets), `X-Content-Type-Options:
- *   nosniff`, `Referrer-Policy: no-referrer`, `Cache-Control: no-store`.
+ *   nosniff`, `Referrer-Policy: same-origin` (with `no-referrer` browsers send `Origin: null`, and
+ *   the Origin check would refuse the page's own forms), `Cache-Control: no-store`.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -96,7 +97,7 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
         `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`,
       )
       .header('x-content-type-options', 'nosniff')
-      .header('referrer-policy', 'no-referrer')
+      .header('referrer-policy', 'same-origin')
       .header('cache-control', 'no-store');
     next();
   });
