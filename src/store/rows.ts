@@ -112,7 +112,7 @@ export function auditValues(entry: AuditInput, at: string): (string | number | n
 /** An audit row as the Store interface gives it (absent details left out). */
 export function toAuditEntry(row: AuditRow): AuditEntry {
   return {
-    id: Number(row.id),
+    id: row.id,
     machine: row.machine,
     route: row.route,
     client: row.client,

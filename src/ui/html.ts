@@ -27,7 +27,7 @@ function render(value: HtmlValue): string {
   if (value === null || value === undefined || value === false) return '';
   if (value instanceof Html) return value.text;
   if (Array.isArray(value)) return (value as readonly HtmlValue[]).map(render).join('');
-  return escapeHtml(String(value as string | number | boolean));
+  return escapeHtml(String(value));
 }
 
 /** The tagged template: literal parts as written, every value escaped ({@link render}). */

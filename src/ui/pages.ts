@@ -129,7 +129,7 @@ ${input.discovered.length === 0 ? html`<p>None: every machine that booted matche
 }
 
 /** A machine's page: its status, timeline (transitions, fetches and reports from the audit log) and revisions. */
-export function machineBody(machine: StoredResource<{ cluster: string; profile: string }>, status: MachineStatus, audit: AuditEntry[], revisions: StoredResource<unknown>[]): Html {
+export function machineBody(machine: StoredResource<{ cluster: string; profile: string }>, status: MachineStatus, audit: AuditEntry[], revisions: StoredResource[]): Html {
   const report = status.lastReport;
   return html`<p>Phase ${phaseBadge(`phase-${machine.name}`, status.phase)} · cluster ${machine.spec.cluster} · profile ${machine.spec.profile} · revision ${machine.revision}</p>
 ${status.served ? html`<p>Last served: revision ${status.served.revision}, ${status.served.format}${status.served.ignitionVersion ? ` ${status.served.ignitionVersion}` : ''}, sha256 <code>${status.served.sha256}</code> at ${status.served.time}</p>` : ''}

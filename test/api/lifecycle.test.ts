@@ -131,7 +131,7 @@ async function boot(name: string, mac: string, format: 'ignition' | 'cloud-confi
 function sh(command: string, env: NodeJS.ProcessEnv): Promise<{ status: number | null; out: string }> {
   return new Promise((resolve) => {
     const child = execFile('sh', ['-c', command], { env, encoding: 'utf8', timeout: 60_000 }, (error, stdout, stderr) => {
-      resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, out: `${stdout}${stderr}${error && typeof error.code !== 'number' ? String(error) : ''}` });
+      resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, out: `${stdout}${stderr}${error && typeof error.code !== 'number' ? error.message : ''}` });
     });
     child.stdin?.end();
   });

@@ -25,7 +25,7 @@ const skip = existsSync(CHROMIUM) ? false : missingDependency(`${CHROMIUM} not f
 const API = 'bootwright.dev/v1alpha1';
 const ARTIFACTS = new URL('../../.tmp/artifacts/', import.meta.url);
 
-let svc: TestService;
+let svc: TestService | undefined;
 let browser: Browser | undefined;
 let base: string;
 const dir = mkdtempSync(join(tmpdir(), 'bootwright-ui-'));

@@ -247,7 +247,7 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
       const parsed = WRITE_DOCUMENTS.Machine.safeParse(doc);
       const problem = (status: number, message: string, problems: FieldProblem[] = []) => send(request, reply, status, 'Enrol', messageBody(message, problems), { signedIn: true, csrf: formToken(ctx, s.token) });
       if (!parsed.success) return problem(422, 'The machine is not valid.', zodProblems(parsed.error));
-      const input = { name: parsed.data.metadata.name, spec: jsonSafeSpec('Machine', parsed.data.spec as MachineSpec) };
+      const input = { name: parsed.data.metadata.name, spec: jsonSafeSpec('Machine', parsed.data.spec) };
       let created: StoredResource<MachineSpec>;
       try {
         await checkWrite('Machine', input, { store: ctx.store, maxMachines: ctx.config.writeCheckMaxMachines, baseUrl: ctx.signing.baseUrl(request), signingKey: ctx.signing.key(), signedUrlSeconds: ctx.signing.lifetimeSeconds });
