@@ -185,8 +185,19 @@ export const configSchema = z.strictObject({
   httpPort: z.coerce.number().int().min(0).max(65535).optional(),
   /** Bind the signed URLs `/ipxe` hands out to the client address that fetched it: a fetch from another address is a 403 (audited). */
   bindClientAddress: flag,
-  /** First fetch wins: a second fetch of a secret-bearing signed URL (Ignition, NoCloud user-data) is refused with 403 and counted in `bootwright_signed_url_reuse_total`. */
+  /** First fetch wins: a second fetch of a secret-bearing signed URL (Ignition, NoCloud user-data) is refused with 403 and counted in `bootwright_signed_url_refused_total`. */
   firstFetchWins: flag,
+  /**
+   * How long a boot report URL works after the signed URL the config was fetched with
+   * expires, seconds (kubeadm may run, and retry, long after the fetch).
+   */
+  reportUrlSeconds: z.coerce.number().int().min(60).default(24 * 3600),
+  /** A machine that fetched its config and has not reported within this many seconds is `Stalled`. */
+  reportTimeoutSeconds: z.coerce.number().int().min(1).default(1800),
+  /** Largest boot report body, bytes (413 beyond it). */
+  maxReportBytes: z.coerce.number().int().min(1024).max(1024 * 1024).default(16 * 1024),
+  /** Boot reports a machine may send per config fetch (a retried report counts); beyond it 429. */
+  reportsPerFetch: z.coerce.number().int().min(1).default(10),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -241,6 +252,10 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_HTTP_PORT: 'httpPort',
   BOOTWRIGHT_BIND_CLIENT_ADDRESS: 'bindClientAddress',
   BOOTWRIGHT_FIRST_FETCH_WINS: 'firstFetchWins',
+  BOOTWRIGHT_REPORT_URL_SECONDS: 'reportUrlSeconds',
+  BOOTWRIGHT_REPORT_TIMEOUT_SECONDS: 'reportTimeoutSeconds',
+  BOOTWRIGHT_MAX_REPORT_BYTES: 'maxReportBytes',
+  BOOTWRIGHT_REPORTS_PER_FETCH: 'reportsPerFetch',
 };
 
 /**

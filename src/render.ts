@@ -43,6 +43,11 @@ export interface RenderOptions {
   platform?: Platform | null;
   /** Name of the field or flag `platform` came from, for errors (default `spec.output.platform`). */
   platformField?: string;
+  /**
+   * The signed boot report URL of the machine the data is served for
+   * (src/provision/plan/report.ts); absent for a bare render: no report.
+   */
+  reportUrl?: string;
 }
 
 /** A finished render. */
@@ -130,7 +135,7 @@ function render(req: NodeBootstrap, options: RenderOptions): RenderResult {
   const format = formatNamed(options.format ?? req.spec.output?.format ?? DEFAULT_FORMAT);
   const nodeName = metadataNodeName(req, format.name);
   const kubeadm = buildKubeadm(req, nodeName ? { nodeName: nodeName.value } : {});
-  const plan = buildPlan(req, kubeadm, { clusterApi: clusterApiOrigin(req) !== undefined, ...(nodeName ? { nodeName } : {}) });
+  const plan = buildPlan(req, kubeadm, { clusterApi: clusterApiOrigin(req) !== undefined, ...(nodeName ? { nodeName } : {}), ...(options.reportUrl !== undefined ? { report: { url: options.reportUrl } } : {}) });
   const platform = options.platform === undefined ? req.spec.output?.platform : (options.platform ?? undefined);
   const platformField = options.platform ? (options.platformField ?? 'platform') : 'spec.output.platform';
   // A metadata variable another platform's agent writes is never set there (Ignition reads them).

@@ -121,6 +121,30 @@ describe('golden outputs', () => {
     });
   }
 
+  // Data served for a stored machine carries its boot report (src/provision/plan/report.ts):
+  // the report script, kubeadm's output and status kept, and the report run from runcmd
+  // or the Ignition units. The URL is a fixed signed-URL shape, as /ignition and /nocloud pass it.
+  for (const [ext, options] of [
+    ['cloud-config.yaml', { format: 'cloud-config' }],
+    ['ign.json', { format: 'ignition' }],
+    ['ign-2.3.0.json', { format: 'ignition', ignitionVersion: '2.3.0' }],
+  ] as const) {
+    const name = `report-v1beta4.${ext}`;
+    it(name, async () => {
+      const req = example('worker');
+      req.spec.kubernetesVersion = KUBE_VERSIONS.v1beta4;
+      const reportUrl = `http://10.0.0.1:8080/report?machine=worker-a&exp=1893456000&sig=${'A'.repeat(43)}`;
+      const out = renderNodeBootstrap(validateNodeBootstrap(req), { ...options, reportUrl });
+      const file = new URL(name, GOLDEN_DIR);
+      if (update) writeFileSync(file, out.body);
+      assert.equal(out.body, readFileSync(file, 'utf8'), `${name} differs from the golden; if intended, UPDATE_GOLDEN=1 npm test`);
+      if (out.ignitionVersion === '2.3.0') {
+        assert.deepEqual(validateIgnitionSchema(out.body, '2.3.0'), []);
+        assert.deepEqual(checkIgnitionV2Rules(JSON.parse(out.body)), []);
+      } else await validates(out.format, out.body, out.ignitionVersion);
+    });
+  }
+
   // Runs after the goldens above (node:test runs a suite's tests in order). A golden
   // added for a new output (no existing bytes changed, so no cache holds a stale copy)
   // only re-locks the digest, at the same RENDERER_VERSION.

@@ -43,12 +43,14 @@ export interface KnownRequest {
  * Key of one render of a request: renderer version, format, the Ignition spec served for
  * the one requested (requests naming different versions that are served the same spec
  * share it: `version=3.9.0` and `3.6.0`), the platform asked by the query (`-` for none
- * asked; `null` for limits turned off), and the request's canonical digest (which
- * covers `spec.output`). A plain string: the LRU hashes it itself.
+ * asked; `null` for limits turned off), the request's canonical digest (which covers
+ * `spec.output`), and the boot report URL carried in the data (none for a bare render).
+ * A plain string: the LRU hashes it itself.
  */
-export function renderKey(digest: string, format: OutputFormat, ignitionVersion: string | undefined, platform?: string | null): string {
+export function renderKey(digest: string, format: OutputFormat, ignitionVersion: string | undefined, platform?: string | null, reportUrl?: string): string {
   const version = ignitionVersion === undefined ? '' : (servedIgnitionVersion(ignitionVersion) ?? `?${ignitionVersion}`);
-  return `${RENDERER_VERSION}|${format}|${version}|${platform === undefined ? '-' : String(platform)}|${digest}`;
+  const report = reportUrl === undefined ? '' : `|${reportUrl}`;
+  return `${RENDERER_VERSION}|${format}|${version}|${platform === undefined ? '-' : String(platform)}|${digest}${report}`;
 }
 
 /** The two LRUs. Cached objects are shared between requests and never mutated. */

@@ -108,6 +108,8 @@ export interface DeliveryQuery {
   format?: OutputFormat | undefined;
   ignitionVersion?: string | undefined;
   platform?: Platform | null | undefined;
+  /** The machine's signed boot report URL, carried in the data (routes that serve a stored machine). */
+  reportUrl?: string | undefined;
 }
 
 /** What a served render's answer needs, computed once per cached render (bytes, digests, ETags). */
@@ -186,7 +188,7 @@ export function askedIgnitionVersion(accept: string | undefined, ignitionVersion
 export function renderPlan(known: KnownRequest, accept: string | undefined, query: DeliveryQuery): { n: Negotiated; key: string; shareKey: string; options: RenderOptions } {
   const n = negotiateOnce(query.format, accept, known.req.spec.output?.format ?? DEFAULT_FORMAT, targetOs(known.req).os);
   const requestedVersion = query.ignitionVersion ?? n.ignitionVersion;
-  const key = renderKey(known.digest, n.format, requestedVersion, query.platform);
+  const key = renderKey(known.digest, n.format, requestedVersion, query.platform, query.reportUrl);
   const versionField = query.ignitionVersion ? 'ignitionVersion' : 'Accept';
   return {
     n,
@@ -194,6 +196,7 @@ export function renderPlan(known: KnownRequest, accept: string | undefined, quer
     shareKey: requestedVersion === undefined ? key : `${key}|${versionField}|${requestedVersion}`,
     options: {
       format: n.format,
+      ...(query.reportUrl !== undefined ? { reportUrl: query.reportUrl } : {}),
       ...(query.platform !== undefined ? { platform: query.platform, platformField: 'platform' } : {}),
       ...(requestedVersion !== undefined ? { ignitionVersion: requestedVersion, ignitionVersionField: versionField } : {}),
     },
@@ -232,24 +235,34 @@ export async function negotiatedRender(ctx: ServiceContext, request: FastifyRequ
  * envelope) and a strong ETag of those bytes, or 304 when `If-None-Match` matches it.
  * A cache hit is answered without waiting on a promise; a miss waits for the pool.
  *
+ * @param beforeSend called with the render just before the reply is sent (its onSend
+ *   hooks then see what the caller recorded, e.g. the audit details)
  * @throws NotAcceptableError (406) when nothing acceptable is offered; RequestError
  *   (422) naming the field for anything the builder or renderer cannot express;
  *   RenderOverloadedError, RenderTimeoutError (503) from the pool. A returned promise
  *   rejects with the same.
  */
-export function sendBootstrapData(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, known: KnownRequest, query: DeliveryQuery): void | Promise<void> {
+export function sendBootstrapData(
+  ctx: ServiceContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  known: KnownRequest,
+  query: DeliveryQuery,
+  beforeSend?: (result: RenderResult) => void,
+): void | Promise<void> {
   reply.header('vary', 'Accept');
   const plan = renderPlan(known, request.headers.accept, query);
   const hit = ctx.cache.peekRender(plan.key);
   if (hit) {
-    send(ctx, request, reply, plan.n, hit);
+    send(ctx, request, reply, plan.n, hit, beforeSend);
     return;
   }
-  return (cachedRender(ctx, known, plan) as Promise<RenderResult>).then((result) => send(ctx, request, reply, plan.n, result));
+  return (cachedRender(ctx, known, plan) as Promise<RenderResult>).then((result) => send(ctx, request, reply, plan.n, result, beforeSend));
 }
 
-/** Send a render as negotiated: 200 with the payload and its ETag, or 304. */
-function send(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, n: Negotiated, result: RenderResult): void {
+/** Send a render as negotiated: 200 with the payload and its ETag, or 304; `beforeSend` first. */
+function send(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, n: Negotiated, result: RenderResult, beforeSend?: (result: RenderResult) => void): void {
+  beforeSend?.(result);
   ctx.metrics.renders.inc({ format: result.format, version: result.ignitionVersion ?? '' });
   const w = n.envelope ? envelopeWire(result) : wire(result);
   reply.header('etag', w.etag).header('cache-control', 'private, no-cache');

@@ -4,6 +4,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RenderPool } from '../work/pool.js';
+import { PHASES, type FleetCounts } from '../store/status.js';
 import type { RenderCache } from './cache.js';
 import type { Prerenderer } from './prerender.js';
 
@@ -23,13 +24,22 @@ export interface Metrics {
   droppedWrites: Counter<'table' | 'reason'>;
   /** `bootwright_signed_url_refused_total{route, reason}` (issue 16): signed URLs refused by binding or first-fetch-wins; alert on any increase. */
   signedUrlRefused: Counter<'route' | 'reason'>;
+  /** `bootwright_firmware_fetches_total{route, status}`: answers of the firmware routes about known machines (route patterns, never URLs). */
+  firmwareFetches: Counter<'route' | 'status'>;
+  /** `bootwright_boot_reports_total{outcome}`: boot reports accepted, by outcome. */
+  bootReports: Counter<'outcome'>;
 }
+
+/** Where the `bootwright_machines` gauge reads the fleet from at scrape time (set once the store is known). */
+export type FleetSource = () => Promise<FleetCounts>;
 
 /**
  * Create the registry: default process metrics, the request histogram, renders by
- * format and version, and the render cache's hits, misses and bytes (read at scrape time).
+ * format and version, and the render cache's hits, misses and bytes (read at scrape time);
+ * firmware fetches by route and status, boot reports by outcome, and, with `fleet`,
+ * `bootwright_machines{phase}` read from the store at scrape time.
  */
-export function createMetrics(cache: RenderCache, pool?: RenderPool, prerender?: Prerenderer): Metrics {
+export function createMetrics(cache: RenderCache, pool?: RenderPool, prerender?: Prerenderer, fleet?: FleetSource): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const requestDuration = new Histogram({
@@ -134,5 +144,31 @@ export function createMetrics(cache: RenderCache, pool?: RenderPool, prerender?:
       },
     });
   }
-  return { registry, requestDuration, renders, storageFaults, droppedWrites, signedUrlRefused };
+  const firmwareFetches = new Counter({
+    name: 'bootwright_firmware_fetches_total',
+    help: 'Answers of the firmware routes about known machines (/ipxe matched, /ignition, /nocloud/<file>, /report), by route and HTTP status',
+    labelNames: ['route', 'status'] as const,
+    registers: [registry],
+  });
+  const bootReports = new Counter({
+    name: 'bootwright_boot_reports_total',
+    help: 'Boot reports accepted, by outcome (success or failure)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  if (fleet) {
+    new Gauge({
+      name: 'bootwright_machines',
+      help: 'Machines by lifecycle phase (Stalled: fetched their config and did not report within BOOTWRIGHT_REPORT_TIMEOUT_SECONDS)',
+      labelNames: ['phase'] as const,
+      registers: [registry],
+      async collect() {
+        // A store that cannot answer leaves the last values (the scrape still succeeds;
+        // bootwright_storage_faults_total and /readyz say why).
+        const counts = await fleet().catch(() => undefined);
+        if (counts) for (const phase of PHASES) this.set({ phase }, counts.phases[phase]);
+      },
+    });
+  }
+  return { registry, requestDuration, renders, storageFaults, droppedWrites, signedUrlRefused, firmwareFetches, bootReports };
 }

@@ -35,6 +35,8 @@ import { registerBodyParsers, REQUEST_SYNTAX_OF, UnsupportedCharsetError } from 
 import { bootAdminRoutes } from './routes/boot-admin.js';
 import { bootRoutes } from './routes/boot.js';
 import { assetRoutes } from './routes/assets.js';
+import { fleetRoutes } from './routes/fleet.js';
+import { uiRoutes } from './routes/ui.js';
 import { urlSigning, type UrlSigning } from './signing.js';
 import { PACKAGE_VERSION } from '../version.js';
 import { MIN_TLS_VERSION } from '../tls/credentials.js';
@@ -53,6 +55,11 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
   }
+}
+
+/** The cut-off before which a machine still `Provisioning` is `Stalled` (`reportTimeoutSeconds` before `now`). */
+export function stalledBefore(config: Pick<Config, 'reportTimeoutSeconds'>, now: Date): string {
+  return new Date(now.getTime() - config.reportTimeoutSeconds * 1000).toISOString();
 }
 
 /** Everything a route needs from the service. */
@@ -75,6 +82,8 @@ export interface ServiceContext {
   pool: RenderPool;
   /** Machines' data rendered ahead of their boot (src/api/prerender.ts). */
   prerender: Prerenderer;
+  /** The bearer tokens (the status page authenticates its cookie with them). */
+  tokens: TokenTable;
 }
 
 /** The HTTPS listener's credentials (src/tls/). */
@@ -376,9 +385,9 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
   const tokens = new TokenTable(config.tokens);
   const tlsCa = options.tls?.ca ?? options.tlsCa;
-  const partial = { config, cache, store, signing: urlSigning(config), pool, https: options.tls !== undefined, ...(tlsCa !== undefined ? { tlsCa } : {}) } as Omit<ServiceContext, 'metrics' | 'prerender'>;
+  const partial = { config, cache, store, signing: urlSigning(config), pool, tokens, https: options.tls !== undefined, ...(tlsCa !== undefined ? { tlsCa } : {}) } as Omit<ServiceContext, 'metrics' | 'prerender'>;
   const prerender = new Prerenderer(partial as ServiceContext, app.log);
-  const metrics = createMetrics(cache, pool, prerender);
+  const metrics = createMetrics(cache, pool, prerender, () => store.fleet(stalledBefore(config, new Date())));
   const context: ServiceContext = Object.assign(partial, { metrics, prerender });
   app.addHook('preClose', (done) => {
     prerender.close();
@@ -524,6 +533,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   await app.register(resourceRoutes, context);
   await app.register(bootstrapRoutes, context);
   await app.register(bootAdminRoutes, context);
+  await app.register(fleetRoutes, context);
+  await app.register(uiRoutes, context);
   // Firmware-facing (no /v1, no token): under-pressure above sheds them too (503 + Retry-After).
   await app.register(bootRoutes, context);
   await app.register(caRoutes, context);

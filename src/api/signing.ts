@@ -4,7 +4,7 @@
  * reach the service at.
  */
 import type { FastifyRequest } from 'fastify';
-import { decodeConfiguredKey, loadOrCreateKey } from '../boot/sign.js';
+import { decodeConfiguredKey, loadOrCreateKey, reportUrl } from '../boot/sign.js';
 import type { Config } from '../config.js';
 import { RequestError } from '../errors.js';
 
@@ -50,4 +50,15 @@ export function urlSigning(config: Config): UrlSigning {
       return base;
     },
   };
+}
+
+/**
+ * The boot report URL carried in data fetched with a signed URL expiring at `exp`
+ * (decimal unix seconds): it works `reportUrlSeconds` longer, and is the same for every
+ * fetch of that URL, so the bytes, their ETag and a pointer's hash are too.
+ *
+ * @throws TypeError for a bad base URL or machine id (sign.ts `reportUrl`)
+ */
+export function reportUrlFor(ctx: { signing: UrlSigning; config: Pick<Config, 'reportUrlSeconds'> }, base: string, machine: string, exp: string): string {
+  return reportUrl(base, machine, ctx.signing.key(), Number(exp) + ctx.config.reportUrlSeconds);
 }

@@ -43,6 +43,9 @@ export const KEY_BYTES = 32;
 /** The Ignition route's path (signed as is; machine, exp and sig go in the query). */
 export const IGNITION_PATH = '/ignition';
 
+/** The boot report route's path (signed as is; machine, exp and sig go in the query). */
+export const REPORT_PATH = '/report';
+
 /** The files cloud-init's NoCloud datasource fetches from a seed URL. */
 export const NOCLOUD_FILES = ['meta-data', 'user-data', 'vendor-data', 'network-config'] as const;
 export type NocloudFile = (typeof NOCLOUD_FILES)[number];
@@ -234,6 +237,24 @@ export function bootstrapUrl(
 ): string {
   const path = format === 'ignition' ? IGNITION_PATH : nocloudPrefix(machine);
   return signedUrl(baseUrl, path, machine, key, lifetimeSeconds, now, client);
+}
+
+/**
+ * The signed boot report URL of a machine: `<base>/report?machine=ID&exp=EXP&sig=SIG`,
+ * signed over {@link REPORT_PATH}. The expiry is given, not computed from the clock, so
+ * the bootstrap data carrying it is the same bytes for the same fetch URL (ETags, the
+ * render cache, pointer hashes): the firmware routes pass the expiry of the signed URL
+ * the config was fetched with plus the report lifetime.
+ *
+ * @param expiresAt expiry, unix seconds (a non-negative integer)
+ * @throws TypeError as {@link signPath}, or for a bad base URL or machine id
+ */
+export function reportUrl(baseUrl: string, machine: string, key: Buffer, expiresAt: number): string {
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(machine)) throw new TypeError(`machine id ${JSON.stringify(machine)} is not a DNS-1123 label`);
+  const { exp, sig } = signPath(key, machine, REPORT_PATH, expiresAt);
+  const url = routeUrl(baseUrl, REPORT_PATH);
+  url.search = new URLSearchParams({ machine, exp, sig }).toString();
+  return url.href;
 }
 
 /** Where a URL-signing key came from. */

@@ -12,6 +12,7 @@ import { z } from 'zod';
 import type { FieldProblem } from '../errors.js';
 import { formatPath } from '../request/parse.js';
 import { normaliseMac, normaliseUuid } from './identity.js';
+import { PHASES } from './status.js';
 import {
   clusterSpecSchema,
   machineSpecSchema,
@@ -54,6 +55,37 @@ const readMetadata = z.object({
   updatedAt: z.string().describe('ISO 8601 UTC: when this revision was written'),
 });
 
+const transitionSchema = z.object({ phase: z.enum(PHASES), time: z.string().describe('ISO 8601 UTC') });
+
+/** What the latest config fetch served (component `ServedConfig`). */
+export const servedSchema = z
+  .object({
+    revision: z.int().describe('the machine revision served'),
+    sha256: z.string().describe('hex SHA-256 of the bytes served'),
+    format: z.enum(['cloud-config', 'ignition']),
+    ignitionVersion: z.string().optional().describe('the Ignition spec served'),
+    time: z.string().describe('ISO 8601 UTC'),
+  })
+  .meta({ id: 'ServedConfig' });
+
+/** A machine's latest boot report (component `LastBootReport`). */
+export const lastReportSchema = z
+  .object({
+    outcome: z.enum(['success', 'failure']),
+    exitCode: z.int().optional().describe("kubeadm's exit code, when the node could tell"),
+    output: z.string().describe("the last lines of kubeadm's output, secrets scrubbed (at most 4096 characters)"),
+    time: z.string().describe('ISO 8601 UTC'),
+  })
+  .meta({ id: 'LastBootReport' });
+
+/** The lifecycle part of a machine's status (src/store/status.ts). */
+export const lifecycleFields = {
+  phase: z.enum(PHASES).describe('Registered → Booting (/ipxe served) → Provisioning (config fetched) → Joined | Failed (boot report); Stalled: Provisioning for longer than BOOTWRIGHT_REPORT_TIMEOUT_SECONDS'),
+  transitions: z.array(transitionSchema).describe('phase changes, oldest first (the last 32)'),
+  served: servedSchema.optional(),
+  lastReport: lastReportSchema.optional(),
+};
+
 const readDocument = <K extends ResourceKind>(kind: K) =>
   z
     .object({
@@ -64,8 +96,17 @@ const readDocument = <K extends ResourceKind>(kind: K) =>
       ...(kind === 'Machine'
         ? {
             status: z
-              .object({ clusterRevision: z.int(), profileRevision: z.int() })
-              .describe('the cluster and profile revisions current when this revision was written: `?revision=` renders with them'),
+              .object({
+                clusterRevision: z.int(),
+                profileRevision: z.int(),
+                phase: lifecycleFields.phase.optional(),
+                transitions: lifecycleFields.transitions.optional(),
+                served: lifecycleFields.served,
+                lastReport: lifecycleFields.lastReport,
+              })
+              .describe(
+                'the cluster and profile revisions current when this revision was written (`?revision=` renders with them); on `GET /v1/machines/{name}` also the lifecycle: phase, transitions, served, lastReport',
+              ),
           }
         : {}),
     })

@@ -25,7 +25,27 @@ import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, ty
 import { storageFault } from './faults.js';
 import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
 import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
-import { CURRENT_JOIN, type CurrentRow, type DiscoveredRow, enrolledIds, enrolmentKeys, globEscape, labelConditions, type RevisionRow, sortedLabels, toDiscovered, toResource } from './rows.js';
+import {
+  AUDIT_COLUMNS,
+  type AuditRow,
+  auditValues,
+  CURRENT_JOIN,
+  type CurrentRow,
+  type DiscoveredRow,
+  enrolledIds,
+  enrolmentKeys,
+  globEscape,
+  labelConditions,
+  type RevisionRow,
+  sortedLabels,
+  type StatusRow,
+  toAuditEntry,
+  toDiscovered,
+  toFleet,
+  toResource,
+  toStatusRecord,
+} from './rows.js';
+import { applyEvent, type FleetCounts, type StatusEvent, type StatusRecord } from './status.js';
 import { requirementsOf } from './selector.js';
 import {
   type AuditBounds,
@@ -362,6 +382,7 @@ export class PostgresStore implements Store {
       if (kind === 'Machine') {
         await client.query('DELETE FROM machine_selectors WHERE machine = $1', [name]);
         await client.query('DELETE FROM fetch_counts WHERE machine = $1', [name]);
+        await client.query('DELETE FROM machine_status WHERE machine = $1', [name]);
       }
     });
   }
@@ -398,8 +419,8 @@ export class PostgresStore implements Store {
 
   /** @inheritdoc */
   async recordAudit(entry: AuditInput, bounds: AuditBounds = {}): Promise<void> {
-    const values = [entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp(), entry.reason ?? null];
-    const insert = 'INSERT INTO audit (machine, route, client, status, at, reason) VALUES ($1, $2, $3, $4, $5, $6)';
+    const values = auditValues(entry, this.timestamp());
+    const insert = `INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (${values.map((_v, i) => `$${i + 1}`).join(', ')})`;
     if (!isRefusal(entry.status)) {
       await this.pool.query(insert, values);
       return;
@@ -423,8 +444,8 @@ export class PostgresStore implements Store {
   async audit(machine: string, options: { limit?: number } = {}): Promise<AuditEntry[]> {
     const limit = checkLimit(options.limit);
     // Ids are BIGINT (text in pg); as numbers they stay exact below 2^53.
-    const rows = (await this.pool.query<Omit<AuditEntry, 'reason'> & { reason: string | null }>('SELECT id::float8 AS id, machine, route, client, status, at, reason FROM audit WHERE machine = $1 ORDER BY audit.id DESC LIMIT $2', [machine, limit])).rows;
-    return rows.map((r) => ({ id: r.id, machine: r.machine, route: r.route, client: r.client, status: r.status, at: r.at, ...(r.reason !== null ? { reason: r.reason } : {}) }));
+    const rows = (await this.pool.query<AuditRow>(`SELECT id::float8 AS id, ${AUDIT_COLUMNS} FROM audit WHERE machine = $1 ORDER BY audit.id DESC LIMIT $2`, [machine, limit])).rows;
+    return rows.map(toAuditEntry);
   }
 
   /** @inheritdoc */
@@ -503,6 +524,46 @@ export class PostgresStore implements Store {
   async deleteDiscovered(id: string): Promise<void> {
     const deleted = /^\d{1,15}$/.test(id) ? ((await this.pool.query('DELETE FROM discovered WHERE id = $1', [id])).rowCount ?? 0) : 0;
     if (deleted === 0) throw new DiscoveredNotFoundError(id);
+  }
+
+  /** @inheritdoc */
+  async updateStatus(machine: string, event: StatusEvent): Promise<boolean> {
+    return this.transaction(async (client) => {
+      // One writer per machine status at a time, on every replica.
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`status/${machine}`]);
+      const row = (await client.query<StatusRow>('SELECT * FROM machine_status WHERE machine = $1', [machine])).rows[0];
+      const { record, accepted } = applyEvent(row ? toStatusRecord(row) : undefined, event, this.timestamp());
+      if (accepted) {
+        await client.query(
+          'INSERT INTO machine_status (machine, phase, since, record) VALUES ($1, $2, $3, $4) ON CONFLICT (machine) DO UPDATE SET phase = excluded.phase, since = excluded.since, record = excluded.record',
+          [machine, record.phase, record.since, JSON.stringify(record)],
+        );
+      }
+      return accepted;
+    });
+  }
+
+  /** @inheritdoc */
+  async statuses(machines: readonly string[]): Promise<Map<string, StatusRecord>> {
+    checkLimit(machines.length === 0 ? 1 : machines.length);
+    const out = new Map<string, StatusRecord>();
+    if (machines.length === 0) return out;
+    const rows = (await this.pool.query<StatusRow>('SELECT * FROM machine_status WHERE machine = ANY($1::text[])', [machines])).rows;
+    for (const row of rows) out.set(row.machine, toStatusRecord(row));
+    return out;
+  }
+
+  /** @inheritdoc */
+  async fleet(stalledBefore: string): Promise<FleetCounts> {
+    const rows = (
+      await this.pool.query<{ phase: string | null; stalled: boolean; n: number }>(
+        "SELECT s.phase, coalesce(s.phase = 'Provisioning' AND s.since < $1, false) AS stalled, count(*)::integer AS n FROM resources r LEFT JOIN machine_status s ON s.machine = r.name " +
+          "WHERE r.kind = 'Machine' GROUP BY 1, 2",
+        [stalledBefore],
+      )
+    ).rows;
+    const discovered = (await this.pool.query<{ n: number }>('SELECT count(*)::integer AS n FROM discovered')).rows[0]!.n;
+    return toFleet(rows, discovered);
   }
 
   /**

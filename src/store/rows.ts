@@ -7,7 +7,8 @@ import { compareSelectors } from '../boot/match.js';
 import type { SelectorEntry } from './identity.js';
 import type { MachineSpec } from './resources.js';
 import type { LabelRequirement } from './selector.js';
-import type { DiscoveredMachine } from './store.js';
+import { emptyPhases, type FleetCounts, type Phase, type StatusRecord } from './status.js';
+import { type AuditEntry, type AuditInput, type DiscoveredMachine, MAX_USER_AGENT_CHARS } from './store.js';
 
 /** A `resource_revisions` row. */
 export interface RevisionRow {
@@ -129,4 +130,86 @@ export function labelConditions(requirements: readonly LabelRequirement[], kind:
       return ` AND r.name ${r.operator === 'in' || r.operator === 'exists' ? 'IN' : 'NOT IN'} (${having})`;
     })
     .join('');
+}
+
+/** The audit columns read back, in both stores (ids as numbers: PostgreSQL casts them). */
+export const AUDIT_COLUMNS = 'machine, route, client, status, at, user_agent, reason, revision, sha256, format, ignition_version, outcome';
+
+/** An audit row as both stores return it. */
+export interface AuditRow {
+  id: number;
+  machine: string;
+  route: string;
+  client: string;
+  status: number;
+  at: string;
+  user_agent: string | null;
+  reason: string | null;
+  revision: number | null;
+  sha256: string | null;
+  format: string | null;
+  ignition_version: string | null;
+  outcome: string | null;
+}
+
+/** The values of an audit row's columns ({@link AUDIT_COLUMNS} order), the user agent cut to its limit. */
+export function auditValues(entry: AuditInput, at: string): (string | number | null)[] {
+  return [
+    entry.machine,
+    entry.route,
+    entry.client,
+    entry.status,
+    entry.at ?? at,
+    entry.userAgent === undefined ? null : entry.userAgent.slice(0, MAX_USER_AGENT_CHARS),
+    entry.reason ?? null,
+    entry.revision ?? null,
+    entry.sha256 ?? null,
+    entry.format ?? null,
+    entry.ignitionVersion ?? null,
+    entry.outcome ?? null,
+  ];
+}
+
+/** An audit row as the Store interface gives it (absent details left out). */
+export function toAuditEntry(row: AuditRow): AuditEntry {
+  return {
+    id: row.id,
+    machine: row.machine,
+    route: row.route,
+    client: row.client,
+    status: row.status,
+    at: row.at,
+    ...(row.user_agent !== null ? { userAgent: row.user_agent } : {}),
+    ...(row.reason !== null ? { reason: row.reason } : {}),
+    ...(row.revision !== null ? { revision: row.revision } : {}),
+    ...(row.sha256 !== null ? { sha256: row.sha256 } : {}),
+    ...(row.format !== null ? { format: row.format } : {}),
+    ...(row.ignition_version !== null ? { ignitionVersion: row.ignition_version } : {}),
+    ...(row.outcome !== null ? { outcome: row.outcome } : {}),
+  };
+}
+
+/** A status row of both stores. */
+export interface StatusRow {
+  machine: string;
+  phase: string;
+  since: string;
+  record: string;
+}
+
+/** The record of a status row. */
+export const toStatusRecord = (row: StatusRow): StatusRecord => JSON.parse(row.record) as StatusRecord;
+
+/** Fleet counts from per-phase rows (`stalled` 1 for Provisioning machines past the cut-off) and the totals. */
+export function toFleet(rows: readonly { phase: string | null; stalled: number | boolean; n: number | string }[], discovered: number): FleetCounts {
+  const phases = emptyPhases();
+  let machines = 0;
+  for (const r of rows) {
+    const n = Number(r.n);
+    machines += n;
+    const phase = (r.phase ?? 'Registered') as Phase;
+    if (phase === 'Provisioning' && (r.stalled === true || r.stalled === 1)) phases.Stalled += n;
+    else if (phase in phases) phases[phase] += n;
+  }
+  return { machines, phases, discovered };
 }

@@ -15,7 +15,27 @@ import Postgrator from 'postgrator';
 import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
 import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
 import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
-import { CURRENT_JOIN, type CurrentRow, type DiscoveredRow, enrolledIds, enrolmentKeys, globEscape, labelConditions, type RevisionRow, sortedLabels, toDiscovered, toResource } from './rows.js';
+import {
+  AUDIT_COLUMNS,
+  type AuditRow,
+  auditValues,
+  CURRENT_JOIN,
+  type CurrentRow,
+  type DiscoveredRow,
+  enrolledIds,
+  enrolmentKeys,
+  globEscape,
+  labelConditions,
+  type RevisionRow,
+  sortedLabels,
+  type StatusRow,
+  toAuditEntry,
+  toDiscovered,
+  toFleet,
+  toResource,
+  toStatusRecord,
+} from './rows.js';
+import { applyEvent, type FleetCounts, type StatusEvent, type StatusRecord } from './status.js';
 import { requirementsOf } from './selector.js';
 import {
   type AuditBounds,
@@ -161,8 +181,17 @@ export class SqliteStore implements Store {
       ),
       fetchCount: db.prepare<[string], { count: number }>('SELECT count FROM fetch_counts WHERE machine = ?'),
       resetFetches: db.prepare('DELETE FROM fetch_counts WHERE machine = ?'),
-      insertAudit: db.prepare('INSERT INTO audit (machine, route, client, status, at, reason) VALUES (?, ?, ?, ?, ?, ?)'),
-      audit: db.prepare<[string, number], Omit<AuditEntry, 'reason'> & { reason: string | null }>('SELECT id, machine, route, client, status, at, reason FROM audit WHERE machine = ? ORDER BY id DESC LIMIT ?'),
+      insertAudit: db.prepare(`INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      audit: db.prepare<[string, number], AuditRow>(`SELECT id, ${AUDIT_COLUMNS} FROM audit WHERE machine = ? ORDER BY id DESC LIMIT ?`),
+      getStatus: db.prepare<[string], StatusRow>('SELECT * FROM machine_status WHERE machine = ?'),
+      putStatus: db.prepare(
+        'INSERT INTO machine_status (machine, phase, since, record) VALUES (?, ?, ?, ?) ON CONFLICT (machine) DO UPDATE SET phase = excluded.phase, since = excluded.since, record = excluded.record',
+      ),
+      deleteStatus: db.prepare('DELETE FROM machine_status WHERE machine = ?'),
+      fleet: db.prepare<[string], { phase: string | null; stalled: number; n: number }>(
+        "SELECT s.phase, (s.phase = 'Provisioning' AND s.since < ?) AS stalled, count(*) AS n FROM resources r LEFT JOIN machine_status s ON s.machine = r.name " +
+          "WHERE r.kind = 'Machine' GROUP BY s.phase, stalled",
+      ),
       expireClaims: db.prepare<[number]>('DELETE FROM claimed_urls WHERE expires_at <= ?'),
       claimUrl: db.prepare<[string, string, number]>('INSERT INTO claimed_urls (key, machine, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING'),
       // An update, then an insert when nothing was updated: an INSERT .. ON CONFLICT would
@@ -335,6 +364,7 @@ export class SqliteStore implements Store {
           if (kind === 'Machine') {
             s.deleteSelectors.run(name);
             s.resetFetches.run(name);
+            s.deleteStatus.run(name);
           }
         })
         .immediate();
@@ -379,7 +409,7 @@ export class SqliteStore implements Store {
     return this.write_(() => {
       this.db
         .transaction(() => {
-          s.insertAudit.run(entry.machine, entry.route, entry.client, entry.status, entry.at ?? this.timestamp(), entry.reason ?? null);
+          s.insertAudit.run(...auditValues(entry, this.timestamp()));
           if (!isRefusal(entry.status)) return;
           const expired = bounds.retentionSeconds ? s.expireRefusals.run(before(this.now(), bounds.retentionSeconds)).changes : 0;
           const count = s.countRefusals.get(1 - expired)!.count;
@@ -391,7 +421,7 @@ export class SqliteStore implements Store {
 
   /** @inheritdoc */
   audit(machine: string, options: { limit?: number } = {}): Promise<AuditEntry[]> {
-    return settle(() => this.statements.audit.all(machine, checkLimit(options.limit)).map(({ reason, ...row }) => (reason === null ? row : { ...row, reason })));
+    return settle(() => this.statements.audit.all(machine, checkLimit(options.limit)).map(toAuditEntry));
   }
 
   /** @inheritdoc */
@@ -467,6 +497,38 @@ export class SqliteStore implements Store {
       const changes = /^\d{1,15}$/.test(id) ? this.statements.deleteDiscovered.run(Number(id)).changes : 0;
       if (changes === 0) throw new DiscoveredNotFoundError(id);
     });
+  }
+
+  /** @inheritdoc */
+  updateStatus(machine: string, event: StatusEvent): Promise<boolean> {
+    const s = this.statements;
+    return settle(() =>
+      this.db
+        .transaction(() => {
+          const row = s.getStatus.get(machine);
+          const { record, accepted } = applyEvent(row ? toStatusRecord(row) : undefined, event, this.timestamp());
+          if (accepted) s.putStatus.run(machine, record.phase, record.since, JSON.stringify(record));
+          return accepted;
+        })
+        .immediate(),
+    );
+  }
+
+  /** @inheritdoc */
+  statuses(machines: readonly string[]): Promise<Map<string, StatusRecord>> {
+    return settle(() => {
+      checkLimit(machines.length === 0 ? 1 : machines.length);
+      const out = new Map<string, StatusRecord>();
+      if (machines.length === 0) return out;
+      const rows = this.db.prepare<string[], StatusRow>(`SELECT * FROM machine_status WHERE machine IN (${machines.map(() => '?').join(', ')})`).all(...machines);
+      for (const row of rows) out.set(row.machine, toStatusRecord(row));
+      return out;
+    });
+  }
+
+  /** @inheritdoc */
+  fleet(stalledBefore: string): Promise<FleetCounts> {
+    return settle(() => toFleet(this.statements.fleet.all(stalledBefore), this.statements.discoveredCount.get()!.n));
   }
 
   /** @inheritdoc */

@@ -11,6 +11,7 @@ import { InvalidArgumentError } from './errors.js';
 import type { MachineIdentity } from './identity.js';
 import type { LabelRequirement } from './selector.js';
 import type { ClusterSpec, MachineSpec, ProfileSpec, ResourceKind, StoredResource } from './resources.js';
+import type { FleetCounts, StatusEvent, StatusRecord } from './status.js';
 
 export type { MachineIdentity } from './identity.js';
 
@@ -67,9 +68,21 @@ export interface AuditInput {
   status: number;
   /** ISO 8601 UTC; default now. */
   at?: string;
-  /** Why a refusal was made, when the status alone does not say (issue 16: `client-address`, `already-fetched`). */
+  /** The request's User-Agent, cut to {@link MAX_USER_AGENT_CHARS}. */
+  userAgent?: string;
+  /** Why a refusal was answered: `client-address`, `already-fetched` (issue 16), else the problem's detail (never a secret). */
   reason?: string;
+  /** What a served config was: the machine revision, the hex SHA-256 of the bytes, the format and Ignition spec. */
+  revision?: number;
+  sha256?: string;
+  format?: string;
+  ignitionVersion?: string;
+  /** A boot report's outcome (`success` or `failure`). */
+  outcome?: string;
 }
+
+/** Longest User-Agent kept in an audit row. */
+export const MAX_USER_AGENT_CHARS = 256;
 
 /** Whether an audit row records a refusal (any 4xx or 5xx answer), which {@link AuditBounds} may prune. */
 export const isRefusal = (status: number): boolean => status >= 400;
@@ -95,7 +108,7 @@ export interface DiscoveredBounds {
 }
 
 /** An audit row as read back. */
-export interface AuditEntry extends Required<Omit<AuditInput, 'reason'>>, Pick<AuditInput, 'reason'> {
+export interface AuditEntry extends Required<Pick<AuditInput, 'machine' | 'route' | 'client' | 'status' | 'at'>>, Omit<AuditInput, 'machine' | 'route' | 'client' | 'status' | 'at'> {
   /** Increasing with each row written: the order of writing. */
   id: number;
 }
@@ -179,7 +192,7 @@ export interface Store {
 
   /**
    * Delete a resource (its history stays). Deleting a machine also drops its selector
-   * index entries and fetch counter (its audit rows stay).
+   * index entries, fetch counter and status record (its audit rows stay).
    *
    * @throws NotFoundError; PreconditionFailedError; ReferencedError when machines
    *   still name the cluster or profile.
@@ -264,6 +277,26 @@ export interface Store {
 
   /** Dismiss a discovered machine (seen again, it comes back as a new entry). @throws DiscoveredNotFoundError */
   deleteDiscovered(id: string): Promise<void>;
+
+  /**
+   * Apply a lifecycle event to a machine's status record (src/store/status.ts
+   * `applyEvent`), in one transaction (exact across replicas).
+   *
+   * @returns false when the event was refused (too many reports since the latest fetch).
+   */
+  updateStatus(machine: string, event: StatusEvent): Promise<boolean>;
+
+  /** The status records of the named machines that have one (at most {@link MAX_LIST_LIMIT} names). */
+  statuses(machines: readonly string[]): Promise<Map<string, StatusRecord>>;
+
+  /**
+   * Fleet counts: existing machines, by phase (a machine without a record is
+   * `Registered`; one `Provisioning` since before `stalledBefore` is `Stalled`), and the
+   * discovered entries. A few aggregate queries, whatever the fleet's size.
+   *
+   * @param stalledBefore ISO 8601 UTC cut-off
+   */
+  fleet(stalledBefore: string): Promise<FleetCounts>;
 
   /** Resolve when the store answers a trivial query (readiness). @throws when it does not. */
   ping(): Promise<void>;

@@ -42,9 +42,11 @@ const machine = (name: string, selectors: Record<string, unknown>, profile = 'ig
   create('Machine', 'machines', name, { selectors, cluster: 'prod', profile, ...extra });
 
 /** GET a path (or the path and query of an absolute URL) without a token. */
+/** GET a URL the service handed out, with its Host, as a real client sends it (supertest listens on a new port per request). */
 const fetchPath = (url: string, headers: Record<string, string> = {}) => {
   const u = new URL(url, 'http://x');
   const r = http().get(`${u.pathname}${u.search}`);
+  if (u.host !== 'x') r.set('host', u.host);
   for (const [k, v] of Object.entries(headers)) r.set(k, v);
   return r;
 };

@@ -41,6 +41,9 @@ if (url !== undefined) {
       BOOTWRIGHT_DATABASE_URL: databaseUrl,
       BOOTWRIGHT_TOKENS: JSON.stringify([{ name: 'admin', token: ADMIN, scopes: ['admin'] }]),
       BOOTWRIGHT_URL_SIGNING_KEY: randomBytes(32).toString('hex'),
+      // Replicas behind one load balancer share its URL: the signed URLs (and the boot
+      // report URL inside the data) name it, whichever replica answers.
+      BOOTWRIGHT_PUBLIC_URL: 'http://bootwright.boot.example:8080',
       BOOTWRIGHT_RATE_LIMIT_MAX: '0',
       BOOTWRIGHT_MAX_EVENT_LOOP_DELAY_MS: '0',
       // Every refusal audited (not sampled, not limited per address): the test counts them.

@@ -16,8 +16,8 @@ import { inCI, missingDependency } from '../support/missing.js';
 
 const run = promisify(execFile);
 
-/** Debian packages of the guest, beyond mmdebstrap's minbase. */
-const PACKAGES = ['systemd-sysv', 'udev', 'dbus', 'cloud-init', 'linux-image-amd64', 'ignition', 'iproute2', 'sudo', 'passwd', 'systemd-timesyncd'];
+/** Debian packages of the guest, beyond mmdebstrap's minbase (curl: the boot report script, src/provision/plan/report.ts). */
+const PACKAGES = ['systemd-sysv', 'udev', 'dbus', 'cloud-init', 'linux-image-amd64', 'ignition', 'iproute2', 'sudo', 'passwd', 'systemd-timesyncd', 'curl'];
 /** The files laid over the guest's root: the kubeadm stand-in and the test's units. */
 const OVERLAY = new URL('./guest/rootfs/', import.meta.url).pathname;
 

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import request from 'supertest';
-import { IGNITION_PATH, nocloudPrefix, signedUrl } from '../../src/boot/sign.js';
+import { IGNITION_PATH, nocloudPrefix, reportUrl, signedUrl } from '../../src/boot/sign.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite.js';
 import { example, worker } from '../support/requests.js';
 import { ADMIN, READER, RENDERER, testService, type TestService, WRITER } from '../support/server.js';
@@ -89,7 +89,9 @@ async function cell(route: string, scope: ScopeColumn): Promise<request.Response
   const specOf = () => (Kind === 'Cluster' ? CLUSTER : Kind === 'Profile' ? PROFILE : { selectors: { mac: [macOf(n)] }, cluster: 'prod', profile: 'ign' });
   const existing = Kind === 'Cluster' ? 'prod' : Kind === 'Profile' ? 'ign' : 'm1';
   let r: request.Test;
-  if (method === 'POST' && target === '/v1/render') r = http().post(target).set('content-type', 'application/json').send(JSON.stringify(worker()));
+  if (method === 'POST' && target === '/report') {
+    r = http().post(relative(reportUrl(BASE, 'm1', KEY, Math.floor(Date.now() / 1000) + 3600))).set('content-type', 'application/x-www-form-urlencoded').send('outcome=success&exitCode=0');
+  } else if (method === 'POST' && target === '/v1/render') r = http().post(target).set('content-type', 'application/json').send(JSON.stringify(worker()));
   else if (method === 'POST') r = http().post(target).set('content-type', 'application/json').send(doc(Kind, `new-${n}`, specOf()));
   else if (method === 'PUT') r = http().put(target.replace('{name}', existing)).set('content-type', 'application/json').send(doc(Kind, existing, specOf()));
   else if (method === 'DELETE' && target.endsWith('/fetches')) r = http().delete(target.replace('{name}', 'm1'));

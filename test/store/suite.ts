@@ -353,6 +353,60 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
       }));
     });
 
+    describe('audit details', () => {
+      it('keeps the user agent (cut to its limit), refusal reason, what was served and a report outcome; leaves absent ones out', using(makeStore, async (store) => {
+        await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 200, userAgent: `Ignition/2.20.0${'x'.repeat(400)}`, revision: 3, sha256: 'ab'.repeat(32), format: 'ignition', ignitionVersion: '3.4.0' });
+        await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 403, reason: 'the signed URL has expired' });
+        await store.recordAudit({ machine: 'node-1', route: '/report', client: '10.0.0.1', status: 204, outcome: 'failure' });
+        const [report, refusal, served] = await store.audit('node-1');
+        assert.equal(report!.outcome, 'failure');
+        assert.equal(refusal!.reason, 'the signed URL has expired');
+        assert.equal('userAgent' in refusal!, false);
+        assert.equal(served!.userAgent, `Ignition/2.20.0${'x'.repeat(256 - 15)}`);
+        assert.deepEqual([served!.revision, served!.sha256, served!.format, served!.ignitionVersion], [3, 'ab'.repeat(32), 'ignition', '3.4.0']);
+      }));
+    });
+
+    describe('machine status', () => {
+      it('Registered → Booting → Provisioning → Joined, with transitions, what was served and the report; counted in the fleet', using(makeStore, async (store) => {
+        await store.create('Machine', { name: 'node-1', spec: machine() });
+        await store.create('Machine', { name: 'node-2', spec: machine() });
+        assert.deepEqual(await store.statuses(['node-1', 'node-2']), new Map());
+        assert.equal(await store.updateStatus('node-1', { kind: 'booting' }), true);
+        assert.equal((await store.statuses(['node-1'])).get('node-1')!.phase, 'Booting');
+        await store.updateStatus('node-1', { kind: 'served', served: { revision: 1, sha256: 'cd'.repeat(32), format: 'ignition', ignitionVersion: '3.4.0' } });
+        await store.updateStatus('node-1', { kind: 'served', served: { revision: 1, sha256: 'cd'.repeat(32), format: 'ignition', ignitionVersion: '3.4.0' } });
+        const provisioning = (await store.statuses(['node-1'])).get('node-1')!;
+        assert.equal(provisioning.phase, 'Provisioning');
+        assert.deepEqual(provisioning.transitions.map((t) => t.phase), ['Booting', 'Provisioning']);
+        assert.equal(provisioning.served!.sha256, 'cd'.repeat(32));
+        assert.match(provisioning.served!.time, ISO);
+        const future = new Date(Date.now() + 3600_000).toISOString();
+        assert.deepEqual((await store.fleet(future)).phases, { Registered: 1, Booting: 0, Provisioning: 0, Joined: 0, Failed: 0, Stalled: 1 });
+        assert.deepEqual(await store.fleet('2000-01-01T00:00:00.000Z'), { machines: 2, phases: { Registered: 1, Booting: 0, Provisioning: 1, Joined: 0, Failed: 0, Stalled: 0 }, discovered: 0 });
+        assert.equal(await store.updateStatus('node-1', { kind: 'report', report: { outcome: 'success', exitCode: 0, output: 'This node has joined the cluster' }, maxReports: 2 }), true);
+        const joined = (await store.statuses(['node-1'])).get('node-1')!;
+        assert.equal(joined.phase, 'Joined');
+        assert.deepEqual(joined.lastReport && [joined.lastReport.outcome, joined.lastReport.exitCode, joined.lastReport.output], ['success', 0, 'This node has joined the cluster']);
+        assert.equal(await store.updateStatus('node-1', { kind: 'report', report: { outcome: 'failure', exitCode: 1, output: '' }, maxReports: 2 }), true);
+        assert.equal(await store.updateStatus('node-1', { kind: 'report', report: { outcome: 'success', exitCode: 0, output: '' }, maxReports: 2 }), false);
+        assert.equal((await store.statuses(['node-1'])).get('node-1')!.phase, 'Failed');
+        await store.recordDiscovered({ mac: '52:54:00:00:00:01' });
+        assert.deepEqual(await store.fleet(future), { machines: 2, phases: { Registered: 1, Booting: 0, Provisioning: 0, Joined: 0, Failed: 1, Stalled: 0 }, discovered: 1 });
+        // A deleted machine's record goes with it: created again, it starts Registered.
+        await store.delete('Machine', 'node-1');
+        assert.deepEqual(await store.statuses(['node-1']), new Map());
+        assert.equal((await store.fleet(future)).machines, 1);
+      }, true));
+
+      it('concurrent reports never exceed the per-fetch cap', using(makeStore, async (store) => {
+        await store.updateStatus('node-1', { kind: 'served', served: { revision: 1, sha256: 'ef'.repeat(32), format: 'cloud-config' } });
+        const results = await Promise.all(Array.from({ length: 20 }, (_v, i) => store.updateStatus('node-1', { kind: 'report', report: { outcome: 'success', exitCode: 0, output: String(i) }, maxReports: 5 })));
+        assert.equal(results.filter(Boolean).length, 5);
+        assert.equal((await store.statuses(['node-1'])).get('node-1')!.reports, 5);
+      }));
+    });
+
     describe('fetch counting', () => {
       it('50 concurrent takeFetch calls with max 7: exactly 7 succeed', using(makeStore, async (store) => {
         const results = await Promise.all(Array.from({ length: 50 }, () => store.takeFetch('node-1', 7)));

@@ -22,10 +22,13 @@ const auditEntrySchema = z
     client: z.string().describe('the client address as the service saw it'),
     status: z.int().describe('the HTTP status answered'),
     at: z.string().describe('ISO 8601 UTC'),
-    reason: z
-      .string()
-      .optional()
-      .describe('why a refusal was made when the status alone does not say: client-address (a bound URL fetched from another address), already-fetched (first fetch wins)'),
+    userAgent: z.string().optional().describe('the User-Agent header (at most 256 characters)'),
+    reason: z.string().optional().describe('why a refusal was answered: client-address (a bound URL fetched from another address), already-fetched (first fetch wins), else the problem detail'),
+    revision: z.int().optional().describe('the machine revision served'),
+    sha256: z.string().optional().describe('hex SHA-256 of the config served'),
+    format: z.string().optional().describe('the format served: cloud-config or ignition'),
+    ignitionVersion: z.string().optional().describe('the Ignition spec served'),
+    outcome: z.string().optional().describe('a boot report\'s outcome (route /report): success or failure'),
   })
   .meta({ id: 'AuditEntry' });
 
@@ -57,7 +60,9 @@ export const bootAdminRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, c
         ...common,
         operationId: 'getMachineAudit',
         summary: "A machine's fetch audit log",
-        description: 'Every answer the firmware-facing routes gave about this machine (/ipxe, /ignition, /nocloud), refusals included, newest first.',
+        description:
+          'Every answer the firmware-facing routes gave about this machine (/ipxe, /ignition, /nocloud, /report), refusals included, newest first, ' +
+          'with the user agent, the reason of a refusal, what a served config was (revision, sha256, format, Ignition spec) and a report\'s outcome.',
         params: z.object({ name: resourceName.describe('the machine name') }),
         querystring: limitQuery,
         response: { 200: json('Audit rows, newest first', z.object({ items: z.array(auditEntrySchema) })), ...problemResponses(400, 401, 403, 404, 429, 503) },

@@ -29,18 +29,22 @@ import { machineIdentity } from '../../boot/identity.js';
 import { bootFormat, bootScript, DEFAULT_RETRY_SECONDS, echoSafe, machineScript, provisioningArgs, unknownMachineScript } from '../../boot/ipxe.js';
 import { matchMachine } from '../../boot/match.js';
 import { metaData, networkConfig, vendorData } from '../../boot/nocloud.js';
-import { bindableClient, bootstrapUrl, IGNITION_PATH, NOCLOUD_FILES, nocloudPrefix, routeUrl, splitExpiry, type Verdict, verifySignature } from '../../boot/sign.js';
+import { bindableClient, bootstrapUrl, IGNITION_PATH, NOCLOUD_FILES, nocloudPrefix, REPORT_PATH, routeUrl, splitExpiry, type Verdict, verifySignature } from '../../boot/sign.js';
 import { createHash } from 'node:crypto';
+import { scrubSecrets } from '../../provision/plan/report.js';
 import { RequestError } from '../../errors.js';
 import { UserDataLimitError } from '../../platform.js';
 import { NotFoundError } from '../../store/errors.js';
 import { storageFault } from '../../store/faults.js';
-import { isRefusal } from '../../store/store.js';
+import type { RenderResult } from '../../render.js';
+import type { StatusEvent } from '../../store/status.js';
+import { type AuditInput, isRefusal } from '../../store/store.js';
 import { resourceName, type MachineSpec, type StoredResource } from '../../store/resources.js';
 import type { KnownRequest } from '../cache.js';
 import { askedIgnitionVersion, type DeliveryQuery, deliveryResponses, sendBootstrapData } from '../deliver.js';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import { sendProblem, type ServiceContext, storageUnavailable } from '../server.js';
+import { reportUrlFor } from '../signing.js';
 import { UnauthenticatedWrites } from '../unauthenticated.js';
 import { isEncrypted } from '../plain.js';
 import { assembledRequest, machineParts } from './bootstrap.js';
@@ -70,8 +74,11 @@ const signatureQuery = {
   sig: z.string().describe('HMAC-SHA256 signature, base64url (from the signed URL)'),
 };
 
-/** Why a signature was refused, for the 403 detail. */
-const REFUSAL: Record<Exclude<Verdict, 'ok'>, string> = {
+/** The 403 detail (and audit reason) of a fetch beyond `maxFetches`. */
+const FETCH_LIMIT = 'fetch limit reached; an operator can reset it';
+
+/** Why a signature was refused, for the 403 detail (and the audit row). */
+export const REFUSAL: Record<Exclude<Verdict, 'ok'>, string> = {
   expired: 'the signed URL has expired; boot again for a fresh one',
   invalid: 'the signature is not valid for this machine and route',
   elsewhere: 'this signed URL is bound to the address that fetched /ipxe, and this request comes from another one',
@@ -89,13 +96,27 @@ type SignedRefusal = 'client-address' | 'already-fetched';
  *
  * @throws as `sendBootstrapData`, except the platform's UserDataLimitError
  */
-async function sendTarget(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, known: KnownRequest, query: DeliveryQuery): Promise<void> {
+async function sendTarget(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, known: KnownRequest, query: DeliveryQuery, beforeSend: (result: RenderResult) => void): Promise<void> {
   try {
-    await sendBootstrapData(ctx, request, reply, known, query);
+    await sendBootstrapData(ctx, request, reply, known, query, beforeSend);
   } catch (e) {
     if (!(e instanceof UserDataLimitError)) throw e;
-    await sendBootstrapData(ctx, request, reply, known, { ...query, platform: null });
+    await sendBootstrapData(ctx, request, reply, known, { ...query, platform: null }, beforeSend);
   }
+}
+
+/** What an answer is audited with: the row's details and the lifecycle event a served answer causes. */
+interface Audited {
+  machine: string;
+  route: string;
+  details?: Pick<AuditInput, 'reason' | 'revision' | 'sha256' | 'format' | 'ignitionVersion' | 'outcome'>;
+  event?: StatusEvent;
+}
+
+/** The audit details and lifecycle event of a served config. */
+function servedAs(machineRevision: number, result: RenderResult): Pick<Audited, 'details' | 'event'> {
+  const served = { revision: machineRevision, sha256: result.sha256, format: result.format, ...(result.ignitionVersion ? { ignitionVersion: result.ignitionVersion } : {}) };
+  return { details: served, event: { kind: 'served', served } };
 }
 
 /** A script that prints `lines` (already echo-safe) and starts over from /boot.ipxe after a pause. */
@@ -116,10 +137,51 @@ function sendScript(reply: FastifyReply, script: string, cacheControl: string): 
   return reply.header('content-type', SCRIPT_MEDIA_TYPE).header('cache-control', cacheControl).send(script);
 }
 
+/** The media type of an HTML form, what `curl --data-urlencode` sends. */
+export const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
+
+/**
+ * A boot report as the node's script sends it (src/provision/plan/report.ts): form
+ * fields or JSON. `exitCode` may be empty (the node could not tell).
+ */
+export const bootReportSchema = z
+  .object({
+    outcome: z.enum(['success', 'failure']).describe('whether kubeadm succeeded'),
+    exitCode: z
+      .union([z.int().min(0).max(2147483647), z.string().regex(/^(|0|[1-9][0-9]{0,9})$/, 'must be a decimal exit code or empty')])
+      .optional()
+      .describe("kubeadm's exit code (decimal; empty when unknown)"),
+    output: z.string().default('').describe("the last lines of kubeadm's output (the service keeps at most 4096 characters, secrets scrubbed)"),
+  })
+  .meta({ id: 'BootReport' });
+
+/**
+ * Parse an HTML form body (WHATWG `application/x-www-form-urlencoded`, URLSearchParams):
+ * each name once (a repeated name is a 400 naming it).
+ *
+ * @throws RequestError (400)
+ */
+export function parseForm(text: string): Record<string, string> {
+  const out = Object.create(null) as Record<string, string>;
+  for (const [name, value] of new URLSearchParams(text)) {
+    if (Object.hasOwn(out, name)) throw new RequestError([{ path: name, message: 'is given more than once' }], 400);
+    out[name] = value;
+  }
+  return out;
+}
+
 /** The firmware-facing routes. */
 export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
+  // Boot reports arrive as HTML forms (curl --data-urlencode); only POST /report takes a body here.
+  app.addContentTypeParser(FORM_MEDIA_TYPE, { parseAs: 'string' }, (_request, body, parsed) => {
+    try {
+      parsed(null, parseForm(body as string));
+    } catch (e) {
+      parsed(e as Error, undefined);
+    }
+  });
   /** The machine and route an answer is audited under (set by the handler before it answers). */
-  const audited = new WeakMap<FastifyRequest, { machine: string; route: string; reason?: SignedRefusal }>();
+  const audited = new WeakMap<FastifyRequest, Audited>();
   const writes = new UnauthenticatedWrites(ctx.config, ctx.metrics);
   const auditBounds = { maxRefused: ctx.config.refusedAuditMax, retentionSeconds: ctx.config.unauthenticatedRetentionSeconds };
   const discoveredBounds = { max: ctx.config.discoveredMax, retentionSeconds: ctx.config.unauthenticatedRetentionSeconds };
@@ -135,11 +197,16 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
     const a = audited.get(request);
     if (!a) return payload;
     audited.delete(request);
-    const row = { machine: a.machine, route: a.route, client: request.ip, status: reply.statusCode, ...(a.reason !== undefined ? { reason: a.reason } : {}) };
+    const row: AuditInput = { machine: a.machine, route: a.route, client: request.ip, status: reply.statusCode, ...a.details };
+    const userAgent = request.headers['user-agent'];
+    if (userAgent !== undefined) row.userAgent = userAgent;
     const refusal = isRefusal(row.status);
+    ctx.metrics.firmwareFetches.inc({ route: a.route, status: String(row.status) });
     if (refusal && !writes.admitRefusal(row)) return payload;
     try {
       await ctx.store.recordAudit(row, refusal ? auditBounds : {});
+      // A served answer moves the machine's lifecycle (a 304 too: the machine has the data).
+      if (!refusal && a.event) await ctx.store.updateStatus(a.machine, a.event);
     } catch (e) {
       const fault = storageFault(e);
       if (!refusal) return storageUnavailable(ctx, request, reply, fault ?? 'unknown');
@@ -168,7 +235,11 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
   /** Count a secret-bearing fetch against the machine's maxFetches; false when used up. */
   const takeFetch = (machine: StoredResource<MachineSpec>) =>
     machine.spec.maxFetches === undefined ? Promise.resolve(true) : ctx.store.takeFetch(machine.name, machine.spec.maxFetches);
-  const fetchLimitReached = (reply: FastifyReply) => sendProblem(reply, 'forbidden', 403, 'fetch limit reached; an operator can reset it');
+  /** Answer 403 with `reason`, which the audit row keeps. */
+  const refuse = (entry: Audited, reply: FastifyReply, reason: string) => {
+    entry.details = { reason };
+    return sendProblem(reply, 'forbidden', 403, reason);
+  };
 
   /**
    * Refuse a genuine signed URL (issue 16): audited with the reason, counted in
@@ -176,7 +247,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
    */
   const refuseSigned = (request: FastifyRequest, reply: FastifyReply, route: string, reason: SignedRefusal, detail: string) => {
     const a = audited.get(request);
-    if (a) a.reason = reason;
+    if (a) a.details = { ...a.details, reason };
     ctx.metrics.signedUrlRefused.inc({ route, reason });
     request.log.warn({ machine: a?.machine, route, reason }, 'a genuine signed URL was refused: someone else may hold it');
     return sendProblem(reply, 'forbidden', 403, detail);
@@ -186,7 +257,8 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
   const refuseVerdict = (request: FastifyRequest, reply: FastifyReply, route: string, verdict: Verdict) => {
     if (verdict === 'ok') return undefined;
     if (verdict === 'elsewhere') return refuseSigned(request, reply, route, 'client-address', REFUSAL.elsewhere);
-    return sendProblem(reply, 'forbidden', 403, REFUSAL[verdict]);
+    const entry = audited.get(request);
+    return entry ? refuse(entry, reply, REFUSAL[verdict]) : sendProblem(reply, 'forbidden', 403, REFUSAL[verdict]);
   };
 
   /**
@@ -296,7 +368,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
         }
         return sendScript(reply, unknownMachineScript(identity, DEFAULT_RETRY_SECONDS, scriptBase), 'no-store');
       }
-      audited.set(request, { machine: machine.name, route: '/ipxe' });
+      audited.set(request, { machine: machine.name, route: '/ipxe', event: { kind: 'booting' } });
       const profile = await ctx.store.get('Profile', machine.spec.profile);
       const boot = profile.spec.boot;
       if (!boot) return sendScript(reply, retryScript([`no boot section in profile ${echoSafe(profile.name)}`], scriptBase), 'no-store');
@@ -348,17 +420,19 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
     },
     async (request, reply) => {
       const { machine: name, exp, client, sig, ignitionVersion } = request.query;
-      audited.set(request, { machine: name, route: IGNITION_PATH });
+      const entry: Audited = { machine: name, route: IGNITION_PATH };
+      audited.set(request, entry);
       const verdict = verifySignature(ctx.signing.key(), name, IGNITION_PATH, exp, sig, Date.now() / 1000, client === undefined ? undefined : { client, from: request.ip });
       const refused = refuseVerdict(request, reply, IGNITION_PATH, verdict);
       if (refused) return refused;
       const parts = await machineParts(ctx.store, name, undefined);
       const known = await assembledRequest(ctx, parts);
       if (!(await firstFetch(request, reply, name, IGNITION_PATH, exp, sig))) return reply;
-      if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
+      if (!(await takeFetch(parts.machine))) return refuse(entry, reply, FETCH_LIMIT);
       // Signed, so a real machine's Ignition: later pre-renders render the spec it asked for.
       ctx.prerender.noteIgnitionVersion(askedIgnitionVersion(request.headers.accept, ignitionVersion));
-      await sendTarget(ctx, request, reply, known, { format: 'ignition', ignitionVersion });
+      const query = { format: 'ignition' as const, ignitionVersion, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), name, exp) };
+      await sendTarget(ctx, request, reply, known, query, (result) => Object.assign(entry, servedAs(parts.machine.revision, result)));
       return reply;
     },
   );
@@ -397,7 +471,8 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const { id, sig, file } = request.params;
       const { exp, client } = splitExpiry(request.params.exp);
       const route = `/nocloud/${file}`;
-      audited.set(request, { machine: id, route });
+      const entry: Audited = { machine: id, route };
+      audited.set(request, entry);
       const verdict = verifySignature(ctx.signing.key(), id, nocloudPrefix(id), exp, sig, Date.now() / 1000, client === undefined ? undefined : { client, from: request.ip });
       const refused = refuseVerdict(request, reply, route, verdict);
       if (refused) return refused;
@@ -405,13 +480,64 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
         const parts = await machineParts(ctx.store, id, undefined);
         const known = await assembledRequest(ctx, parts);
         if (!(await firstFetch(request, reply, id, route, exp, sig))) return reply;
-        if (!(await takeFetch(parts.machine))) return fetchLimitReached(reply);
-        await sendTarget(ctx, request, reply, known, { format: 'cloud-config' });
+        if (!(await takeFetch(parts.machine))) return refuse(entry, reply, FETCH_LIMIT);
+        const query = { format: 'cloud-config' as const, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), id, exp) };
+        await sendTarget(ctx, request, reply, known, query, (result) => Object.assign(entry, servedAs(parts.machine.revision, result)));
         return reply;
       }
       const machine = await ctx.store.get('Machine', id);
       const body = file === 'meta-data' ? metaData(machine.name, machine.spec.nodeName ?? machine.name) : file === 'vendor-data' ? vendorData() : networkConfig();
       return sendScript(reply, body, 'private, no-cache');
+    },
+  );
+  app.post(
+    REPORT_PATH,
+    {
+      config: { rateLimit: false },
+      bodyLimit: ctx.config.maxReportBytes,
+      schema: {
+        tags: ['boot'],
+        security: [],
+        operationId: 'postBootReport',
+        summary: "A booting machine's kubeadm outcome (signed URL)",
+        description:
+          'The URL carried in the bootstrap data served for a machine (`/etc/bootwright/report.sh` on the node, run from cloud-config `runcmd` or the Ignition ' +
+          'bootstrap unit). Moves the machine to `Joined` (success) or `Failed`, keeps the exit code and the output tail (secrets scrubbed). ' +
+          `At most BOOTWRIGHT_REPORTS_PER_FETCH reports per config fetch (then 429); bodies up to BOOTWRIGHT_MAX_REPORT_BYTES. Audited.`,
+        consumes: [FORM_MEDIA_TYPE, 'application/json'],
+        querystring: z.object({ machine: resourceName.describe('the machine id'), ...signatureQuery }),
+        body: bootReportSchema,
+        response: {
+          204: z.undefined().describe('Recorded'),
+          ...SIGNED_PROBLEMS,
+          413: problem('The report is larger than BOOTWRIGHT_MAX_REPORT_BYTES'),
+          429: problem('More reports than BOOTWRIGHT_REPORTS_PER_FETCH since the latest config fetch'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { machine: name, exp, sig } = request.query;
+      const entry: Audited = { machine: name, route: REPORT_PATH };
+      audited.set(request, entry);
+      const verdict = verifySignature(ctx.signing.key(), name, REPORT_PATH, exp, sig, Date.now() / 1000);
+      if (verdict !== 'ok') return refuse(entry, reply, verdict === 'expired' ? 'the report URL has expired' : REFUSAL.invalid);
+      const machine = await ctx.store.get('Machine', name);
+      const cluster = await ctx.store.get('Cluster', machine.spec.cluster).catch((e: unknown) => {
+        if (e instanceof NotFoundError) return undefined;
+        throw e;
+      });
+      const body = request.body;
+      const known = [cluster?.spec.bootstrapToken, cluster?.spec.certificateKey].filter((v): v is string => typeof v === 'string');
+      const exitCode = body.exitCode === undefined || body.exitCode === '' ? undefined : Number(body.exitCode);
+      const report = { outcome: body.outcome, ...(exitCode !== undefined ? { exitCode } : {}), output: scrubSecrets(body.output, known) };
+      entry.details = { outcome: body.outcome };
+      if (!(await ctx.store.updateStatus(name, { kind: 'report', report, maxReports: ctx.config.reportsPerFetch }))) {
+        entry.details = { outcome: body.outcome, reason: 'too many reports since the latest config fetch' };
+        return sendProblem(reply, 'too-many-requests', 429, `more than ${ctx.config.reportsPerFetch} reports since the latest config fetch (BOOTWRIGHT_REPORTS_PER_FETCH)`);
+      }
+      ctx.metrics.bootReports.inc({ outcome: body.outcome });
+      void reply.header('cache-control', 'no-store');
+      return reply.code(204).send();
     },
   );
   done();

@@ -24,6 +24,7 @@ import { IGNITION_MEDIA_TYPE } from '../../render.js';
 import type { KnownRequest } from '../cache.js';
 import { deliveryHeaders, deliveryQuery, deliveryResponses, negotiatedRender, noneMatch, sendBootstrapData, strongEtag } from '../deliver.js';
 import type { ServiceContext } from '../server.js';
+import { reportUrlFor } from '../signing.js';
 import { problemResponses } from './resources.js';
 
 /**
@@ -67,7 +68,8 @@ export function assembledRequest(ctx: ServiceContext, parts: AssemblyParts): Pro
  * Send a pointer config for a machine (issue 4, "Small user data"): for Ignition, a
  * config whose `ignition.config.replace` names the signed `/ignition` URL, pinned with
  * `ignitionVersion=` to the spec negotiated here, and carries the SHA-512 of exactly the
- * bytes that URL serves, and, when that URL is https and the service knows its CA, the
+ * bytes that URL serves (its boot report URL included: the one `/ignition` derives from
+ * the same expiry), and, when that URL is https and the service knows its CA, the
  * CA in `ignition.security.tls.certificateAuthorities`; for cloud-config, an `#include-once` of the signed NoCloud
  * `user-data` URL. The signed URL expires after `signedUrlSeconds`, and the hash holds
  * while the machine, cluster and profile stay unchanged.
@@ -75,20 +77,22 @@ export function assembledRequest(ctx: ServiceContext, parts: AssemblyParts): Pro
 async function sendPointer(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, machine: string, known: KnownRequest, query: Parameters<typeof negotiatedRender>[3]): Promise<void> {
   reply.header('vary', 'Accept');
   const base = ctx.signing.baseUrl(request);
+  const now = Math.floor(Date.now() / 1000);
+  const exp = String(now + ctx.signing.lifetimeSeconds);
   // The pointer is what must fit a platform's limit; the data it points at need not.
-  const { result } = await negotiatedRender(ctx, request, known, { ...query, platform: null });
+  const { result } = await negotiatedRender(ctx, request, known, { ...query, platform: null, reportUrl: reportUrlFor(ctx, base, machine, exp) });
   let body: string;
   let type: string;
   if (result.format === 'ignition') {
     const version = result.ignitionVersion!;
-    const url = new URL(signedUrl(base, IGNITION_PATH, machine, ctx.signing.key(), ctx.signing.lifetimeSeconds));
+    const url = new URL(signedUrl(base, IGNITION_PATH, machine, ctx.signing.key(), ctx.signing.lifetimeSeconds, now));
     url.searchParams.set('ignitionVersion', version);
     const sha512 = createHash('sha512').update(result.body, 'utf8').digest('hex');
     // Over HTTPS with a known CA, the pointer pins it (the image need not trust it).
     body = ignitionPointer(url.href, sha512, version, url.protocol === 'https:' ? ctx.tlsCa : undefined).body;
     type = `${IGNITION_MEDIA_TYPE}; version=${version}`;
   } else {
-    body = cloudConfigInclude(`${bootstrapUrl('cloud-config', base, machine, ctx.signing.key(), ctx.signing.lifetimeSeconds)}user-data`);
+    body = cloudConfigInclude(`${bootstrapUrl('cloud-config', base, machine, ctx.signing.key(), ctx.signing.lifetimeSeconds, now)}user-data`);
     type = 'text/plain; charset=utf-8';
   }
   const etag = strongEtag(createHash('sha256').update(body).digest('hex'));
@@ -113,7 +117,8 @@ export const bootstrapRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, c
         description:
           'The NodeBootstrap assembled from the machine, its cluster and its profile, rendered as POST /v1/render renders it ' +
           '(`?format=`, then `Accept`, then the profile\'s `output.format`, then cloud-config). `?revision=N` pins machine revision N with ' +
-          'the cluster and profile revisions it recorded: the same bytes forever.',
+          'the cluster and profile revisions it recorded: the same bytes forever. Being those bytes, it carries no boot report URL; ' +
+          'with `?pointer=true` the node fetches its data from the signed firmware route, which carries one.',
         security: [{ bearer: [] }],
         params: z.object({ name: resourceName.describe('the machine name') }),
         querystring: z.object({

@@ -29,6 +29,7 @@ import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import type { ServiceContext } from '../server.js';
 import { noneMatch } from '../deliver.js';
 import { YAML_MEDIA_TYPE, yamlResponses } from '../yaml-response.js';
+import { machineStatus } from '../../store/status.js';
 
 const problemContent = { content: { [PROBLEM_MEDIA_TYPE]: { schema: problemSchema } } };
 
@@ -242,7 +243,9 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
         ...common,
         operationId: `get${kind}`,
         summary: `Read a ${one}`,
-        description: 'The current revision, secrets redacted; the ETag is the revision. `If-None-Match` with it answers 304.',
+        description:
+          'The current revision, secrets redacted; the ETag is the revision. `If-None-Match` with it answers 304' +
+          (kind === 'Machine' ? ', except for machines: their `status` carries the live lifecycle (phase, transitions, what was served, the last boot report), so they are always sent.' : '.'),
         params: nameParams,
         headers: z.object({ 'if-none-match': z.string().optional().describe('an ETag from an earlier response; a match answers 304') }),
         response: { 200: json(`The ${one}`, read), 304: z.undefined().describe('Not modified: If-None-Match names the current revision'), ...problemResponses(400, 401, 403, 404, 429, 503) },
@@ -251,7 +254,16 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
     async (request, reply) => {
       const current = await store.get(kind, request.params.name);
       const etag = revisionEtag(current.revision);
-      void reply.header('etag', etag).header('cache-control', 'private, no-cache');
+      void reply.header('etag', etag);
+      if (kind === 'Machine') {
+        // The lifecycle changes without a new revision: a machine is never answered 304,
+        // and its ETag names the spec revision only (for If-Match).
+        void reply.header('cache-control', 'no-store');
+        const document = toReadDocument(current);
+        const records = await store.statuses([current.name]);
+        return { ...document, status: { ...document.status!, ...machineStatus(records.get(current.name), new Date(), ctx.config.reportTimeoutSeconds) } };
+      }
+      void reply.header('cache-control', 'private, no-cache');
       if (noneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
       return toReadDocument(current);
     },

@@ -11,6 +11,7 @@ import { partitionDevice } from '../plan/devices.js';
 import { fstabEscape, needsFstabEscape } from '../plan/fstab.js';
 import type { PlanDirectory, PlanDisk, PlanFile, PlanFilesystem, PlanMount, PlanUser, ProvisioningPlan } from '../plan/types.js';
 import { RequestError } from '../../errors.js';
+import { reportCommand, reportedKubeadmLine } from '../plan/report.js';
 import { retriedCommand, shellCommand } from '../shell.js';
 import { cloudConfigWithJinja, type Mark } from './jinja-document.js';
 
@@ -185,7 +186,8 @@ function directoryCommands(dirs: readonly PlanDirectory[]): string[] {
  * - `runcmd`: the `chown` of the plan's directories (see {@link directoryCommands}), pre
  *   commands, then `kubeadm … --config <file> && echo success > <sentinel>` (runcmd
  *   items do not stop on failure, so the sentinel is chained with `&&`), then post
- *   commands. `bootcmd` holds the every-boot commands, after a `mkdir -p` of mount
+ *   commands. With a boot report (src/provision/plan/report.ts), the kubeadm line keeps
+ *   its output and status and is followed by the report script. `bootcmd` holds the every-boot commands, after a `mkdir -p` of mount
  *   points that need fstab escapes.
  * - `ntp` as given: `enabled: false` skips cloud-init's NTP module, leaving the image's
  *   time sync as it is (the meaning Ignition output has too).
@@ -264,11 +266,7 @@ function cloudConfigDocument(plan: ProvisioningPlan, mark: Mark): Record<string,
   const [program, action, ...flags] = main.argv;
   const command = shellCommand([program!, action!, '--config', configPath, ...flags]);
   const kubeadm = main.retry ? retriedCommand(command, main.retry) : command;
-  doc.runcmd = [
-    ...directoryCommands(plan.directories),
-    ...plan.commands.pre.map(mark.text),
-    `${kubeadm} && echo success > ${plan.successSentinel}`,
-    ...plan.commands.post.map(mark.text),
-  ];
+  const kubeadmLines = plan.report ? [reportedKubeadmLine(kubeadm, plan.successSentinel), reportCommand()] : [`${kubeadm} && echo success > ${plan.successSentinel}`];
+  doc.runcmd = [...directoryCommands(plan.directories), ...plan.commands.pre.map(mark.text), ...kubeadmLines, ...plan.commands.post.map(mark.text)];
   return doc;
 }

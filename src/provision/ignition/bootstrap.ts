@@ -22,6 +22,7 @@
  * bootwright's semantics (run once by stamp, the sentinel only on success).
  */
 import { retriedCommand, shellCommand, shellQuote } from '../shell.js';
+import { KUBEADM_RC, REPORT_FAILURE_UNIT, reportCommand, reportedKubeadmLine } from '../plan/report.js';
 import type { CommandList, ProvisioningPlan } from '../plan/types.js';
 import { GENERATED, type IgnitionFile, type IgnitionUnit, type Sourced } from './config.js';
 import type { EncodeOptions } from './dataurl.js';
@@ -81,6 +82,9 @@ function script(lines: CommandList): string {
  * variables, the kubeadm line starts with the filling (`./metadata.ts`) and `&&`: an
  * unset variable fails it, naming the variable, and kubeadm does not run. It runs after
  * the pre commands, so a template's own `envsubst` over the file goes first.
+ * With a boot report (src/provision/plan/report.ts) the kubeadm line keeps its output and
+ * status, and the script ends with that status, so the unit's `ExecStartPost=` (success)
+ * or `OnFailure=` (failure) sends the report.
  *
  * @param configPath where the kubeadm configuration is written
  */
@@ -89,9 +93,11 @@ export function bootstrapScript(plan: ProvisioningPlan, configPath: string): str
   const sentinel = plan.successSentinel;
   const command = shellCommand([...main.argv, '--config', configPath]);
   const fill = metadataCommand(plan, configPath);
-  const kubeadm = `${fill ? `${fill} && ` : ''}${main.retry ? retriedCommand(command, main.retry) : command} && echo success > ${shellQuote(sentinel)}`;
+  const run = `${fill ? `${fill} && ` : ''}${main.retry ? retriedCommand(command, main.retry) : command}`;
+  const kubeadm = plan.report ? reportedKubeadmLine(run, sentinel) : `${run} && echo success > ${shellQuote(sentinel)}`;
   const sentinelDir = sentinel.slice(0, sentinel.lastIndexOf('/')) || '/';
-  return script([...pre, `mkdir -p ${shellQuote(sentinelDir)}`, kubeadm, ...post]);
+  const status = plan.report ? [`exit "$(cat ${KUBEADM_RC} 2>/dev/null || echo 1)"`] : [];
+  return script([...pre, `mkdir -p ${shellQuote(sentinelDir)}`, kubeadm, ...post, ...status]);
 }
 
 /** The every-boot script: the boot commands as lines of a `sh` script (cloud-init bootcmd). */
@@ -109,6 +115,8 @@ export function bootcmdScript(boot: CommandList): string {
  * reaches the unit but the node name (`%` escaped; left out if it cannot be a setting).
  * With metadata variables, it `Wants=` and is `After=` the unit writing the metadata
  * file, when known (`coreos-metadata.service`, `afterburn.service`).
+ * With a boot report: `OnFailure=` {@link REPORT_FAILURE_UNIT}, and an `ExecStartPost=-`
+ * running the report script with `success` (the `-` ignores its status; it exits 0 anyway).
  *
  * @param script the once-only script the unit runs (its layout's)
  */
@@ -123,10 +131,32 @@ export function bootstrapUnit(plan: ProvisioningPlan, withBootcmd: boolean, scri
       'After=containerd.service crio.service docker.service',
       ...(withBootcmd ? [`After=${BOOTCMD_UNIT}`] : []),
       ...(metadata ? [`Wants=${metadata}`, `After=${metadata}`] : []),
+      ...(plan.report ? [`OnFailure=${REPORT_FAILURE_UNIT}`] : []),
     ],
     script,
     BOOTSTRAP_STAMP,
+    plan.report ? [`-${reportCommand('success')}`] : [],
   );
+}
+
+/**
+ * {@link REPORT_FAILURE_UNIT}: started by systemd when the bootstrap unit fails
+ * (`OnFailure=`), runs the report script with `failure` once, after the network is up.
+ * Not enabled: nothing but `OnFailure=` starts it.
+ */
+export function reportFailureUnit(): string {
+  return [
+    '[Unit]',
+    'Description=Report a failed kubeadm bootstrap to bootwright',
+    'Wants=network-online.target',
+    'After=network-online.target',
+    '',
+    '[Service]',
+    'Type=oneshot',
+    `ExecStart=-${reportCommand('failure')}`,
+    'StandardOutput=journal+console',
+    '',
+  ].join('\n');
 }
 
 /**
@@ -135,8 +165,9 @@ export function bootstrapUnit(plan: ProvisioningPlan, withBootcmd: boolean, scri
  * it is not retried on later boots); `StateDirectory=` creates the stamp's directory.
  *
  * @param unitLines the `[Unit]` settings before the stamp condition (description, ordering)
+ * @param afterStart more `ExecStartPost=` command lines, run after the stamp is written
  */
-export function runOnceUnit(unitLines: readonly string[], script: string, stamp: string): string {
+export function runOnceUnit(unitLines: readonly string[], script: string, stamp: string, afterStart: readonly string[] = []): string {
   return [
     '[Unit]',
     ...unitLines,
@@ -148,6 +179,7 @@ export function runOnceUnit(unitLines: readonly string[], script: string, stamp:
     `StateDirectory=${STATE_DIRECTORY}`,
     `ExecStart=/bin/sh ${script}`,
     `ExecStartPost=touch ${stamp}`,
+    ...afterStart.map((c) => `ExecStartPost=${c}`),
     `ExecStopPost=touch ${stamp}`,
     'StandardOutput=journal+console',
     '',
@@ -200,6 +232,7 @@ export function bootstrapEntries(plan: ProvisioningPlan, encoding: EncodeOptions
   const units: Sourced<IgnitionUnit>[] = [
     ...(withBootcmd ? [{ entry: { name: BOOTCMD_UNIT, enabled: true, contents: bootcmdUnit(names.unit) }, origin: GENERATED }] : []),
     { entry: { name: names.unit, enabled: true, contents: bootstrapUnit(plan, withBootcmd, names.script) }, origin: GENERATED },
+    ...(plan.report ? [{ entry: { name: REPORT_FAILURE_UNIT, contents: reportFailureUnit() }, origin: GENERATED }] : []),
   ];
   return { files, units };
 }

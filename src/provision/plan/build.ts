@@ -10,7 +10,8 @@ import { type FieldProblem, RequestError } from '../../errors.js';
 import { checkPlan } from './check.js';
 import { findBootValues, type MetadataNodeName } from './bootvalues.js';
 import { bootPathProblem } from './protected.js';
-import { type Owner, type PlanDirectory, type PlanDisk, type PlanFile, type PlanUser, type ProvisioningPlan, SUCCESS_SENTINEL } from './types.js';
+import { reportFile } from './report.js';
+import { type Owner, type PlanDirectory, type PlanDisk, type PlanFile, type PlanReport, type PlanUser, type ProvisioningPlan, SUCCESS_SENTINEL } from './types.js';
 
 /** cloud-init's default file mode for `write_files` (0644). */
 const DEFAULT_FILE_MODE = 0o644;
@@ -197,6 +198,8 @@ export interface BuildPlanOptions {
   clusterApi?: boolean;
   /** The node name read from metadata (`spec.nodeName.fromMetadata`), as the format writes it. */
   nodeName?: MetadataNodeName;
+  /** Where the node reports kubeadm's outcome (data served for a stored machine); absent for a bare render. Linux nodes only. */
+  report?: PlanReport;
 }
 
 /**
@@ -207,9 +210,12 @@ export interface BuildPlanOptions {
  * (`spec.provisioning.ignition.containerLinuxConfig`, kept as text for the Ignition
  * renderer), and the directories above files a created user owns under their home
  * ({@link homeDirectories}), the values the node reads at boot ({@link findBootValues}),
- * the layout (Cluster API's for Cluster API input). The node's OS is `targetOs` (`./os.ts`); a Windows plan's
+ * the layout (Cluster API's for Cluster API input). With `report` (data served for a
+ * stored Linux machine), the boot report script is added as bootwright's own file and the
+ * plan carries the target (src/provision/plan/report.ts). The node's OS is `targetOs` (`./os.ts`); a Windows plan's
  * sentinel is `C:\run\cluster-api\bootstrap-success.complete`. The plan is then checked
  * once for every format (`checkPlan`) and for its OS (`osPlanProblems`).
+ *
  *
  * @throws RequestError naming the field for contents that do not decode, for request
  *   files and mount points at a path bootwright needs ({@link bootPathProblem}), and for
@@ -220,6 +226,10 @@ export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap, options
   const clusterApi = options.clusterApi ?? false;
   const bootValues = findBootValues(req, clusterApi, options.nodeName);
   const files = planFiles(req, kubeadm);
+  const os = targetOs(req);
+  // The report script is a shell script: Linux nodes only (cloudbase-init runs cmd.exe).
+  const report = os.os === 'linux' ? options.report : undefined;
+  if (report) files.push(reportFile(report));
   const users: PlanUser[] = (prov.users ?? []).map((u, i) => ({
       origin: `spec.provisioning.users[${i}]`,
       name: u.name,
@@ -234,7 +244,6 @@ export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap, options
       ...(u.sudo !== undefined ? { sudo: u.sudo } : {}),
       sshAuthorizedKeys: u.sshAuthorizedKeys ?? [],
     }));
-  const os = targetOs(req);
   const plan: ProvisioningPlan = {
     nodeName: req.metadata.name,
     os: os.os,
@@ -277,6 +286,7 @@ export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap, options
     ...planIgnition(prov),
     bootValues,
     layout: clusterApi ? 'cluster-api' : 'bootwright',
+    ...(report ? { report } : {}),
     warnings: [...kubeadm.warnings],
   };
   const problems = [...bootPathProblems(plan), ...checkPlan(plan), ...osPlanProblems(plan, req)];

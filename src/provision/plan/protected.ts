@@ -11,9 +11,11 @@
  * - `/etc/kubernetes/pki`: the cluster PKI kubeadm reads;
  * - `/run/cluster-api`: the success sentinel ({@link SUCCESS_SENTINEL});
  * - `/var/lib/bootwright`: the bootstrap unit's `StateDirectory=`, holding the stamp whose
- *   presence skips kubeadm (a file there would make kubeadm never run);
+ *   presence skips kubeadm (a file there would make kubeadm never run), and kubeadm's
+ *   exit code and output for the boot report;
+ * - `/etc/bootwright`: the boot report script (src/provision/plan/report.ts);
  * - the bootstrap units, `/etc/systemd/system/kubeadm-bootstrap.service`,
- *   `kubeadm-bootcmd.service` and CABPK's `kubeadm.service` (their `.d` drop-in
+ *   `kubeadm-bootcmd.service`, `kubeadm-report-failure.service` and CABPK's `kubeadm.service` (their `.d` drop-in
  *   directories stay open).
  */
 import { SUCCESS_SENTINEL } from './types.js';
@@ -22,13 +24,13 @@ import { SUCCESS_SENTINEL } from './types.js';
 export const BOOTSTRAP_STATE_DIR = '/var/lib/bootwright';
 
 /** Directory trees bootwright owns on the node, without a trailing `/`. */
-export const BOOT_TREES: readonly string[] = ['/etc/kubernetes/pki', '/run/kubeadm', '/etc/kubeadm', '/etc/kubeadm.yml', '/etc/kubeadm.sh', SUCCESS_SENTINEL.slice(0, SUCCESS_SENTINEL.lastIndexOf('/')), BOOTSTRAP_STATE_DIR];
+export const BOOT_TREES: readonly string[] = ['/etc/kubernetes/pki', '/run/kubeadm', '/etc/kubeadm', '/etc/kubeadm.yml', '/etc/kubeadm.sh', SUCCESS_SENTINEL.slice(0, SUCCESS_SENTINEL.lastIndexOf('/')), BOOTSTRAP_STATE_DIR, '/etc/bootwright'];
 
 /** systemd's directory for local units. */
 export const SYSTEMD_UNIT_DIR = '/etc/systemd/system';
 
 /** The units bootwright writes to run the bootstrap (Ignition output). */
-export const BOOT_UNITS: readonly string[] = ['kubeadm-bootstrap.service', 'kubeadm-bootcmd.service', 'kubeadm.service'];
+export const BOOT_UNITS: readonly string[] = ['kubeadm-bootstrap.service', 'kubeadm-bootcmd.service', 'kubeadm.service', 'kubeadm-report-failure.service'];
 
 /** Every path bootwright needs: the trees and the unit files. */
 export const BOOT_PATHS: readonly string[] = [...BOOT_TREES, ...BOOT_UNITS.map((u) => `${SYSTEMD_UNIT_DIR}/${u}`)];

@@ -247,6 +247,12 @@ export type PlanLayout = 'bootwright' | 'cluster-api';
 export const TARGET_OS = ['linux', 'windows'] as const;
 export type TargetOs = (typeof TARGET_OS)[number];
 
+/** The boot report target of a plan (src/provision/plan/report.ts). */
+export interface PlanReport {
+  /** The signed report URL (absolute http or https, URI-safe characters only). */
+  url: string;
+}
+
 /** The whole plan. */
 export interface ProvisioningPlan {
   /** Node name, used for hostnames and unit descriptions. */
@@ -272,6 +278,11 @@ export interface ProvisioningPlan {
   bootValues?: PlanBootValues;
   /** File and unit names of the bootstrap (Ignition); absent: `bootwright`. */
   layout?: PlanLayout;
+  /**
+   * Where the node reports kubeadm's outcome (a signed, expiring URL), when the data is
+   * served for a stored machine; absent for a bare render. See src/provision/plan/report.ts.
+   */
+  report?: PlanReport;
   /** Non-fatal remarks for the caller (e.g. "kubeadm will generate a new CA"). */
   warnings: string[];
 }

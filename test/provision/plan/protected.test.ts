@@ -4,6 +4,7 @@
  * either output format. A property test (fast-check) against an independent model of
  * "at, below or above", through validation and both renderers.
  */
+import { KUBEADM_LOG, KUBEADM_RC, REPORT_FAILURE_UNIT, REPORT_SCRIPT } from '../../../src/provision/plan/report.js';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
@@ -39,8 +40,8 @@ describe('the boot paths', () => {
     assert.equal(PLAN_STATE_DIR, BOOTSTRAP_STATE_DIR);
     assert.ok(atOrBelow(BOOTSTRAP_STAMP, PLAN_STATE_DIR));
     assert.equal(SYSTEMD_UNIT_DIR, UNIT_DIR);
-    assert.deepEqual([...BOOT_UNITS].sort(), [BOOTCMD_UNIT, BOOTSTRAP_UNIT, CAPI_BOOTSTRAP_UNIT].sort());
-    for (const p of [KUBEADM_DIR, CAPI_KUBEADM_CONFIG, CAPI_BOOTSTRAP_SCRIPT, METADATA_SCRIPT, CLOUD_CONFIG_KUBEADM_DIR, SUCCESS_SENTINEL, ...GENERATED_PATH_PREFIXES.map((g) => g.slice(0, -1))]) {
+    assert.deepEqual([...BOOT_UNITS].sort(), [BOOTCMD_UNIT, BOOTSTRAP_UNIT, CAPI_BOOTSTRAP_UNIT, REPORT_FAILURE_UNIT].sort());
+    for (const p of [KUBEADM_DIR, CAPI_KUBEADM_CONFIG, CAPI_BOOTSTRAP_SCRIPT, METADATA_SCRIPT, CLOUD_CONFIG_KUBEADM_DIR, SUCCESS_SENTINEL, REPORT_SCRIPT, KUBEADM_LOG, KUBEADM_RC, ...GENERATED_PATH_PREFIXES.map((g) => g.slice(0, -1))]) {
       assert.ok(BOOT_TREES.some((t) => atOrBelow(p, t)), p);
     }
   });

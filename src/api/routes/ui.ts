@@ -1,0 +1,268 @@
+/**
+ * The status page at `/ui` (issue 14, DESIGN §4 "fleet status page (read scope)"):
+ * server-rendered HTML (src/ui/pages.ts) that works without JavaScript, with a small
+ * script polling `/ui/state.json` for live phases.
+ *
+ * - Access: the same bearer tokens. `POST /ui/login` takes a token from a form and sets
+ *   it as the cookie {@link COOKIE} (HttpOnly, SameSite=Strict, Path=/ui, Secure when the
+ *   request came over HTTPS); an `Authorization: Bearer` header works too. Reading needs
+ *   `read`; enrolling a discovered machine needs `write` and `render`, as creating the
+ *   Machine through the API does.
+ * - CSRF: besides SameSite=Strict, every POST must carry no `Origin` or this service's
+ *   own, and the forms that act (enrol, sign out) carry a token: HMAC-SHA256 of the
+ *   session token under the URL-signing key, checked in constant time.
+ * - Every response carries a Content-Security-Policy with a per-response nonce for the
+ *   inline style sheet and script (no external assets), `X-Content-Type-Options:
+ *   nosniff`, `Referrer-Policy: same-origin` (with `no-referrer` browsers send `Origin: null`, and
+ *   the Origin check would refuse the page's own forms), `Cache-Control: no-store`.
+ */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Scope } from '../../config.js';
+import { type FieldProblem, RequestError } from '../../errors.js';
+import { zodProblems } from '../../request/parse.js';
+import { jsonSafeSpec, WRITE_DOCUMENTS } from '../../store/documents.js';
+import { AlreadyExistsError, DuplicateSelectorError, InvalidArgumentError, MissingReferenceError } from '../../store/errors.js';
+import { type MachineSpec, RESOURCE_API_VERSION, resourceName, type StoredResource } from '../../store/resources.js';
+import { machineStatus, PHASES } from '../../store/status.js';
+import { parseLabelSelector } from '../../store/selector.js';
+import { checkWrite } from '../../store/writecheck.js';
+import { fleetBody, type Filters, loginBody, machineBody, type MachineRow, messageBody, page } from '../../ui/pages.js';
+import { hasScope, type Principal } from '../auth.js';
+import type { ServiceContext } from '../server.js';
+import { FORM_MEDIA_TYPE, parseForm } from './boot.js';
+import { fleetCounts } from './fleet.js';
+
+/** The session cookie's name. */
+export const COOKIE = 'bootwright_ui';
+/** Largest form body the page takes, bytes. */
+const FORM_LIMIT = 16 * 1024;
+/** Machines, discovered entries, clusters and profiles shown per page. */
+const PAGE_ROWS = 100;
+
+const filterQuery = z.object({
+  phase: z.union([z.enum(PHASES), z.literal('')]).optional().describe('only machines in this phase'),
+  label: z.string().optional().describe('a label selector (key=value terms)'),
+  cluster: z.union([resourceName, z.literal('')]).optional().describe('only machines of this cluster'),
+  continue: z.string().optional().describe('the next page of machines'),
+});
+
+/** The token a request presents: the bearer header, else the session cookie. */
+function presentedToken(request: FastifyRequest): string | undefined {
+  const bearer = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i.exec(request.headers.authorization ?? '')?.[1];
+  if (bearer) return bearer;
+  for (const part of (request.headers.cookie ?? '').split(';')) {
+    const [name, ...rest] = part.trim().split('=');
+    if (name === COOKIE) {
+      try {
+        return decodeURIComponent(rest.join('='));
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** The form token of a session: base64url HMAC-SHA256 of `ui-csrf\n<token>` under the URL-signing key. */
+function formToken(ctx: ServiceContext, token: string): string {
+  return createHmac('sha256', ctx.signing.key()).update(`ui-csrf\n${token}`, 'utf8').digest('base64url');
+}
+
+/** Whether a POST comes from this page: no `Origin`, or this service's own (scheme and host as the request names them). */
+function sameOrigin(request: FastifyRequest): boolean {
+  const origin = request.headers.origin;
+  return origin === undefined || origin === `${request.protocol}://${request.host}`;
+}
+
+/** The UI routes. */
+export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
+  app.addContentTypeParser(FORM_MEDIA_TYPE, { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_request, body, parsed) => {
+    try {
+      parsed(null, parseForm(body as string));
+    } catch (e) {
+      parsed(e as Error, undefined);
+    }
+  });
+
+  const nonces = new WeakMap<FastifyRequest, string>();
+  app.addHook('onRequest', (request, reply, next) => {
+    const nonce = randomBytes(16).toString('base64');
+    nonces.set(request, nonce);
+    void reply
+      .header(
+        'content-security-policy',
+        `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`,
+      )
+      .header('x-content-type-options', 'nosniff')
+      .header('referrer-policy', 'same-origin')
+      .header('cache-control', 'no-store');
+    next();
+  });
+
+  const send = (request: FastifyRequest, reply: FastifyReply, status: number, title: string, body: Parameters<typeof page>[2], options: Parameters<typeof page>[3] = {}) =>
+    reply.code(status).type('text/html; charset=utf-8').send(page(title, nonces.get(request) ?? '', body, options));
+
+  /** The session: its principal and token, or a sign-in page sent (401) / a 403 page sent. */
+  const session = (request: FastifyRequest, reply: FastifyReply, scopes: readonly Scope[]): { principal: Principal; token: string } | undefined => {
+    const token = presentedToken(request);
+    const principal = token === undefined ? undefined : ctx.tokens.authenticate(`Bearer ${token}`);
+    if (!principal || token === undefined) {
+      void send(request, reply, 401, 'Sign in', loginBody(token === undefined ? undefined : 'That token is not known: sign in again.'));
+      return undefined;
+    }
+    const missing = scopes.filter((s) => !hasScope(principal, s));
+    if (missing.length > 0) {
+      void send(request, reply, 403, 'Not allowed', messageBody(`The token lacks the ${missing.join(' and ')} scope.`), { signedIn: true, csrf: formToken(ctx, token) });
+      return undefined;
+    }
+    return { principal, token };
+  };
+
+  const hidden = { hide: true } as const;
+
+  /** The fleet's state for the filters: counts and the page's rows. */
+  const fleetState = async (filters: Filters & { continue?: string }) => {
+    const list = await ctx.store.list('Machine', {
+      limit: PAGE_ROWS,
+      ...(filters.continue ? { continue: filters.continue } : {}),
+      ...(filters.label ? { labelSelector: parseLabelSelector(filters.label, { maxChars: ctx.config.maxLabelSelectorChars, maxTerms: ctx.config.maxLabelSelectorTerms }) } : {}),
+    });
+    const records = await ctx.store.statuses(list.items.map((m) => m.name));
+    const now = new Date();
+    const rows: MachineRow[] = list.items
+      .filter((m) => !filters.cluster || m.spec.cluster === filters.cluster)
+      .map((machine) => ({ machine, status: machineStatus(records.get(machine.name), now, ctx.config.reportTimeoutSeconds) }))
+      .filter((r) => !filters.phase || r.status.phase === filters.phase);
+    return { fleet: await fleetCounts(ctx, now), rows, next: list.continue };
+  };
+
+  const filtersOf = (q: z.infer<typeof filterQuery>): Filters & { continue?: string } => ({
+    ...(q.phase ? { phase: q.phase } : {}),
+    ...(q.label ? { label: q.label } : {}),
+    ...(q.cluster ? { cluster: q.cluster } : {}),
+    ...(q.continue ? { continue: q.continue } : {}),
+  });
+
+  app.get('/ui', { schema: { ...hidden, querystring: filterQuery } }, async (request, reply) => {
+    const s = session(request, reply, ['read']);
+    if (!s) return reply;
+    const filters = filtersOf(request.query);
+    const { fleet, rows, next } = await fleetState(filters);
+    const [clusters, profiles, discovered] = await Promise.all([
+      ctx.store.list('Cluster', { limit: PAGE_ROWS }),
+      ctx.store.list('Profile', { limit: PAGE_ROWS }),
+      ctx.store.listDiscovered({ limit: PAGE_ROWS }),
+    ]);
+    const nextQuery = next ? `/ui?${new URLSearchParams({ ...(filters.phase ? { phase: filters.phase } : {}), ...(filters.label ? { label: filters.label } : {}), ...(filters.cluster ? { cluster: filters.cluster } : {}), continue: next }).toString()}` : undefined;
+    const csrf = formToken(ctx, s.token);
+    return send(
+      request,
+      reply,
+      200,
+      'Fleet',
+      fleetBody({
+        fleet,
+        rows,
+        filters,
+        clusters: clusters.items.map((c) => c.name),
+        profiles: profiles.items.map((p) => p.name),
+        discovered,
+        canEnrol: hasScope(s.principal, 'write') && hasScope(s.principal, 'render'),
+        csrf,
+        ...(nextQuery ? { next: nextQuery } : {}),
+      }),
+      { signedIn: true, script: true, csrf },
+    );
+  });
+
+  app.get('/ui/state.json', { schema: { ...hidden, querystring: filterQuery } }, async (request, reply) => {
+    const token = presentedToken(request);
+    const principal = token === undefined ? undefined : ctx.tokens.authenticate(`Bearer ${token}`);
+    if (!principal || !hasScope(principal, 'read')) return reply.code(401).type('application/json').send('{"error":"sign in"}');
+    const { fleet, rows } = await fleetState(filtersOf(request.query));
+    return reply.type('application/json').send(JSON.stringify({ machines: fleet.machines, phases: fleet.phases, rows: Object.fromEntries(rows.map((r) => [r.machine.name, r.status.phase])) }));
+  });
+
+  app.get('/ui/machines/:name', { schema: { ...hidden, params: z.object({ name: resourceName }) } }, async (request, reply) => {
+    const s = session(request, reply, ['read']);
+    if (!s) return reply;
+    const machine = await ctx.store.get('Machine', request.params.name);
+    const [records, audit, revisions] = await Promise.all([ctx.store.statuses([machine.name]), ctx.store.audit(machine.name, { limit: PAGE_ROWS }), ctx.store.revisions('Machine', machine.name)]);
+    const status = machineStatus(records.get(machine.name), new Date(), ctx.config.reportTimeoutSeconds);
+    return send(request, reply, 200, `Machine ${machine.name}`, machineBody(machine, status, audit, revisions), { signedIn: true, script: true, csrf: formToken(ctx, s.token) });
+  });
+
+  app.post('/ui/login', { schema: { ...hidden, body: z.object({ token: z.string().max(4096) }) } }, async (request, reply) => {
+    if (!sameOrigin(request)) return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page.'));
+    const token = request.body.token.trim();
+    const principal = /^[\x21-\x7e]+$/.test(token) ? ctx.tokens.authenticate(`Bearer ${token}`) : undefined;
+    if (!principal || !hasScope(principal, 'read')) return send(request, reply, 401, 'Sign in', loginBody('That token is not known, or lacks the read scope.'));
+    const secure = request.protocol === 'https' ? '; Secure' : '';
+    void reply.header('set-cookie', `${COOKIE}=${encodeURIComponent(token)}; Path=/ui; HttpOnly; SameSite=Strict${secure}`);
+    return reply.code(303).header('location', '/ui').send();
+  });
+
+  app.post('/ui/logout', { schema: { ...hidden, body: z.object({ csrf: z.string().optional() }) } }, async (request, reply) => {
+    if (!sameOrigin(request)) return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page.'));
+    void reply.header('set-cookie', `${COOKIE}=; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=0`);
+    return reply.code(303).header('location', '/ui').send();
+  });
+
+  app.post(
+    '/ui/enrol',
+    {
+      schema: {
+        ...hidden,
+        body: z.object({
+          csrf: z.string(),
+          name: z.string(),
+          cluster: z.string(),
+          profile: z.string(),
+          mac: z.string().optional(),
+          uuid: z.string().optional(),
+          serial: z.string().optional(),
+          hostname: z.string().optional(),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const s = session(request, reply, ['write', 'render']);
+      if (!s) return reply;
+      const expected = Buffer.from(formToken(ctx, s.token));
+      const given = Buffer.from(request.body.csrf);
+      if (!sameOrigin(request) || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+        return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page (its form token does not match): reload the page and try again.'), { signedIn: true });
+      }
+      const { name, cluster, profile, mac, uuid, serial, hostname } = request.body;
+      // The ordinary Machine create, as POST /v1/machines does it: the same document, checks and store call.
+      const doc = {
+        apiVersion: RESOURCE_API_VERSION,
+        kind: 'Machine',
+        metadata: { name },
+        spec: { selectors: { mac: mac ? [mac] : [], ...(uuid ? { uuid } : {}), ...(serial ? { serial } : {}), ...(hostname ? { hostname } : {}) }, cluster, profile },
+      };
+      const parsed = WRITE_DOCUMENTS.Machine.safeParse(doc);
+      const problem = (status: number, message: string, problems: FieldProblem[] = []) => send(request, reply, status, 'Enrol', messageBody(message, problems), { signedIn: true, csrf: formToken(ctx, s.token) });
+      if (!parsed.success) return problem(422, 'The machine is not valid.', zodProblems(parsed.error));
+      const input = { name: parsed.data.metadata.name, spec: jsonSafeSpec('Machine', parsed.data.spec) };
+      let created: StoredResource<MachineSpec>;
+      try {
+        await checkWrite('Machine', input, { store: ctx.store, maxMachines: ctx.config.writeCheckMaxMachines, baseUrl: ctx.signing.baseUrl(request), signingKey: ctx.signing.key(), signedUrlSeconds: ctx.signing.lifetimeSeconds });
+        created = await ctx.store.create('Machine', input);
+      } catch (e) {
+        if (e instanceof RequestError) return problem(422, 'The machine could not boot as written.', e.problems);
+        if (e instanceof MissingReferenceError) return problem(422, 'The cluster or profile does not exist.', e.missing.map((m) => ({ path: m.path, message: `${m.kind} ${m.name} does not exist` })));
+        if (e instanceof AlreadyExistsError) return problem(409, `A machine named ${name} exists already.`);
+        if (e instanceof DuplicateSelectorError) return problem(409, `${e.message}.`, [{ path: e.field, message: `is already a selector of machine ${e.machine}` }]);
+        if (e instanceof InvalidArgumentError) return problem(422, `${e.field} is not valid.`, [{ path: e.field, message: e.reason }]);
+        throw e;
+      }
+      request.log.info({ machine: created.name, principal: s.principal.name }, 'machine enrolled from the status page');
+      return reply.code(303).header('location', `/ui/machines/${created.name}`).send();
+    },
+  );
+  done();
+};

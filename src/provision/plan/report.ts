@@ -1,0 +1,120 @@
+/**
+ * The boot report (issue 14): when bootstrap data is served for a stored machine, the
+ * node tells the service how kubeadm went, through a signed, expiring URL
+ * (src/boot/sign.ts `reportUrl`). The one rule both renderers emit, provider-neutral:
+ *
+ * 1. kubeadm runs as before, `<kubeadm> && echo success > <sentinel>` (the sentinel still
+ *    exists only when kubeadm succeeded), inside a group whose output is copied by `tee`
+ *    to {@link KUBEADM_LOG} (mode 0600: kubeadm init prints the join command, token
+ *    included) and whose status — kubeadm's exit code, or the sentinel write's — goes to
+ *    {@link KUBEADM_RC}: {@link reportedKubeadmLine}. Its output still reaches the
+ *    console and cloud-init's log.
+ * 2. {@link REPORT_SCRIPT} ({@link reportScript}) reads both, keeps the last
+ *    {@link REPORT_OUTPUT_LINES} lines, scrubs anything shaped like a bootstrap token
+ *    (`[a-z0-9]{6}.[a-z0-9]{16}`, kubeadm's `BootstrapTokenString`) or a certificate key
+ *    (64 hex digits, `kubeadm init phase upload-certs`), keeps the last
+ *    {@link REPORT_OUTPUT_BYTES} bytes and POSTs `outcome`, `exitCode` and `output` as an
+ *    HTML form (`curl --data-urlencode`) with bounded retries (`--retry`, `--max-time`).
+ *    It always exits 0: a report that cannot be sent never fails the boot.
+ *
+ * cloud-config runs the script from `runcmd` right after kubeadm; Ignition from the
+ * bootstrap unit (`ExecStartPost=` on success, `OnFailure=` {@link REPORT_FAILURE_UNIT}
+ * on failure: with a report the bootstrap script exits with kubeadm's status).
+ */
+import { shellQuote } from '../shell.js';
+import { BOOTSTRAP_STATE_DIR } from './protected.js';
+import type { PlanFile, PlanReport } from './types.js';
+
+/** The report script on the node (both formats: Ignition writes /etc before the first boot). */
+export const REPORT_SCRIPT = '/etc/bootwright/report.sh';
+/** kubeadm's output, as `tee` copied it (mode 0600). */
+export const KUBEADM_LOG = `${BOOTSTRAP_STATE_DIR}/kubeadm.log`;
+/** The kubeadm line's exit status, one decimal number. */
+export const KUBEADM_RC = `${BOOTSTRAP_STATE_DIR}/kubeadm.rc`;
+/** The Ignition unit that reports a failed bootstrap (`OnFailure=` of the bootstrap unit). */
+export const REPORT_FAILURE_UNIT = 'kubeadm-report-failure.service';
+/** Lines of kubeadm's output sent, from its end. */
+export const REPORT_OUTPUT_LINES = 50;
+/** Bytes of output sent at most, from its end (after scrubbing). */
+export const REPORT_OUTPUT_BYTES = 4096;
+/** curl `--retry`: attempts after the first, on transient errors and refused connections. */
+export const REPORT_RETRIES = 5;
+/** curl `--max-time` of each attempt, seconds. */
+export const REPORT_MAX_TIME_SECONDS = 15;
+
+/**
+ * The kubeadm line with its output and status kept for the report: `mkdir -p` of the
+ * state directory, then `{ <kubeadm> && echo success > <sentinel>; echo $? > <rc>; } 2>&1 |
+ * (umask 077; exec tee <log>)`. POSIX sh (dash, busybox): `$?` after `a && b` is `a`'s
+ * status when it failed, else `b`'s; the pipeline's own status is tee's, which no later
+ * line reads.
+ *
+ * @param kubeadm the kubeadm command line as the renderer composes it (retries included)
+ * @param sentinel the success sentinel's absolute path
+ */
+export function reportedKubeadmLine(kubeadm: string, sentinel: string): string {
+  return `mkdir -p ${BOOTSTRAP_STATE_DIR}; { ${kubeadm} && echo success > ${shellQuote(sentinel)}; echo $? > ${KUBEADM_RC}; } 2>&1 | (umask 077; exec tee ${KUBEADM_LOG})`;
+}
+
+/** The line that runs the report script; `outcome` given (Ignition units) or derived from {@link KUBEADM_RC} (cloud-config). */
+export function reportCommand(outcome?: 'success' | 'failure'): string {
+  return `/bin/sh ${REPORT_SCRIPT}${outcome ? ` ${outcome}` : ''}`;
+}
+
+/**
+ * The report script (POSIX sh, needs `curl`, `tail`, `sed`): see the module comment.
+ * `$1` is the outcome (`success` or `failure`); without it, `success` exactly when the
+ * recorded status is 0. An exit code that is not a decimal number is sent empty.
+ *
+ * @param report the plan's report target (its URL is single-quoted into the script)
+ */
+export function reportScript(report: PlanReport): string {
+  return [
+    '#!/bin/sh',
+    '# bootwright: report how kubeadm went (never fails the boot)',
+    `rc=$(cat ${KUBEADM_RC} 2>/dev/null)`,
+    "case \"$rc\" in ''|*[!0-9]*) rc= ;; esac",
+    'outcome=$1',
+    'if [ -z "$outcome" ]; then if [ "$rc" = 0 ]; then outcome=success; else outcome=failure; fi; fi',
+    "command -v curl >/dev/null 2>&1 || { echo 'bootwright: curl not found: the boot report is not sent' >&2; exit 0; }",
+    `tail -n ${REPORT_OUTPUT_LINES} ${KUBEADM_LOG} 2>/dev/null |`,
+    "  sed -e 's/[a-z0-9]\\{6\\}\\.[a-z0-9]\\{16\\}/<redacted>/g' -e 's/[0-9a-fA-F]\\{64\\}/<redacted>/g' |",
+    `  tail -c ${REPORT_OUTPUT_BYTES} |`,
+    `  curl -fsS -o /dev/null --retry ${REPORT_RETRIES} --retry-delay 3 --retry-connrefused --connect-timeout 5 --max-time ${REPORT_MAX_TIME_SECONDS} \\`,
+    '    --data-urlencode "outcome=$outcome" --data-urlencode "exitCode=$rc" --data-urlencode output@- \\',
+    `    ${shellQuote(report.url)} ||`,
+    "  echo 'bootwright: the boot report could not be sent' >&2",
+    'exit 0',
+    '',
+  ].join('\n');
+}
+
+/**
+ * The report script as a plan file (root, 0700). Not marked secret: the URL only lets
+ * this machine report its own outcome until it expires.
+ */
+export function reportFile(report: PlanReport): PlanFile {
+  return {
+    path: REPORT_SCRIPT,
+    contents: Buffer.from(reportScript(report), 'utf8'),
+    mode: 0o700,
+    owner: { user: 'root', group: 'root' },
+    append: false,
+    sourceEncoding: 'plain',
+    deferred: false,
+    secret: false,
+  };
+}
+
+/**
+ * Remove what looks like a bootstrap token or a certificate key from text (the same
+ * patterns the node's script scrubs, applied again by the service), and any of the
+ * `known` secret values verbatim.
+ *
+ * @param known secret strings to remove wherever they appear (empty strings ignored)
+ */
+export function scrubSecrets(text: string, known: readonly string[] = []): string {
+  let out = text;
+  for (const s of known) if (s.length >= 6) out = out.split(s).join('<redacted>');
+  return out.replace(/[a-z0-9]{6}\.[a-z0-9]{16}/g, '<redacted>').replace(/[0-9a-fA-F]{64}/g, '<redacted>');
+}

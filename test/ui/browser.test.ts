@@ -1,0 +1,141 @@
+/**
+ * The status page in a real browser (issue 14): Debian's Chromium driven by
+ * playwright-core, headless, loopback only. Signs in with a token, watches a machine go
+ * Registered → Booting → Provisioning → Joined live (no reload) while the test makes its
+ * real /ipxe and NoCloud fetches over HTTP and sends a real report to the URL taken from
+ * the served config, enrols a discovered machine through the page's form, and saves a
+ * screenshot (.tmp/artifacts/ui.png, printed).
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { after, before, describe, it } from 'node:test';
+import { chromium, type Browser } from 'playwright-core';
+import { REPORT_SCRIPT } from '../../src/provision/plan/report.js';
+import { cloudConfigFiles } from '../support/decode.js';
+import { missingDependency } from '../support/missing.js';
+import { example } from '../support/requests.js';
+import { ADMIN, READER, testService, type TestService } from '../support/server.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const skip = existsSync(CHROMIUM) ? false : missingDependency(`${CHROMIUM} not found (apt-get install chromium): the /ui page is not tested in a browser`);
+const API = 'bootwright.dev/v1alpha1';
+const ARTIFACTS = new URL('../../.tmp/artifacts/', import.meta.url);
+
+let svc: TestService | undefined;
+let browser: Browser | undefined;
+let base: string;
+const dir = mkdtempSync(join(tmpdir(), 'bootwright-ui-'));
+
+const api = async (method: string, path: string, body?: unknown, token = ADMIN) => {
+  const res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  return { status: res.status, body: (await res.text()) };
+};
+
+before(async () => {
+  if (skip) return;
+  svc = await testService({ dataDir: join(dir, 'data') });
+  await svc.app.listen({ host: '127.0.0.1', port: 0 });
+  base = `http://127.0.0.1:${(svc.app.server.address() as AddressInfo).port}`;
+  const cluster = { ...(example('init').spec as { cluster: Record<string, unknown> }).cluster, name: 'prod' };
+  for (const [kind, collection, name, spec] of [
+    ['Cluster', 'clusters', 'prod', cluster],
+    ['Profile', 'profiles', 'cc', { role: 'worker', kubernetesVersion: 'v1.33.2', boot: { kernel: 'http://images.example.com/vmlinuz', args: ['console=ttyS0'] } }],
+    ['Machine', 'machines', 'node-ui', { selectors: { mac: ['52:54:00:14:01:01'] }, cluster: 'prod', profile: 'cc' }],
+  ] as const) {
+    const res = await api('POST', `/v1/${collection}`, { apiVersion: API, kind, metadata: { name }, spec });
+    assert.equal(res.status, 201, res.body);
+  }
+  // An unknown machine boots: it is discovered.
+  await fetch(`${base}/ipxe?mac=52:54:00:14:01:99&hostname=rack7-u12`);
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
+});
+after(async () => {
+  await browser?.close();
+  await svc?.app.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('/ui in Chromium', { skip }, () => {
+  it('signs in, shows a machine go Registered → Joined live, enrols a discovered machine, saves a screenshot', async () => {
+    const context = await browser!.newContext();
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('console', (m) => {
+      // The sign-in pages are 401s, as they should be; anything else is a problem (CSP, script, markup).
+      if (m.type() === 'error' && !m.text().includes('status of 401')) problems.push(m.text());
+    });
+    page.on('pageerror', (e) => problems.push(e.message));
+    // Loopback only: anything else the page asks for is refused and counted.
+    await context.route(/^(?!http:\/\/127\.0\.0\.1:)/, (route) => {
+      problems.push(`off-loopback request ${route.request().url()}`);
+      return route.abort();
+    });
+
+    const signIn = await page.goto(`${base}/ui`);
+    assert.equal(signIn!.status(), 401);
+    assert.match(signIn!.headers()['content-security-policy'] ?? '', /default-src 'none'; style-src 'nonce-/);
+    await page.getByLabel('Bearer token').fill('not-a-known-token-at-all');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').getByText('not known').waitFor();
+    await page.getByLabel('Bearer token').fill(ADMIN);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Machines', exact: true }).waitFor();
+    const cookie = (await context.cookies()).find((c) => c.name === 'bootwright_ui')!;
+    assert.deepEqual([cookie.httpOnly, cookie.sameSite, cookie.path], [true, 'Strict', '/ui']);
+
+    const phase = page.locator('#phase-node-ui');
+    assert.equal(await phase.textContent(), 'Registered');
+    // Every visible control has a label.
+    const unlabelled = await page.locator('input:not([type=hidden]), select').evaluateAll((els) => els.filter((e) => ((e as unknown as { labels?: { length: number } }).labels?.length ?? 0) === 0).length);
+    assert.equal(unlabelled, 0);
+
+    // The machine boots: real fetches, the page updates itself (no reload).
+    const script = await (await fetch(`${base}/ipxe?mac=52:54:00:14:01:01`)).text();
+    await phase.filter({ hasText: /^Booting$/ }).waitFor({ timeout: 10_000 });
+    const userData = await (await fetch(`${/ds=nocloud(?:-net)?;s=(\S+)/.exec(script)![1]!}user-data`)).text();
+    await phase.filter({ hasText: /^Provisioning$/ }).waitFor({ timeout: 10_000 });
+    const reportUrl = /'(http:\/\/[^']+\/report\?[^']+)'/.exec(cloudConfigFiles(userData).get(REPORT_SCRIPT)!.toString('utf8'))![1]!;
+    const report = await fetch(reportUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'outcome=success&exitCode=0&output=This+node+has+joined+the+cluster' });
+    assert.equal(report.status, 204);
+    await phase.filter({ hasText: /^Joined$/ }).waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator('[data-count="Joined"]').textContent(), '1');
+
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const shot = new URL('ui.png', ARTIFACTS).pathname;
+    await page.screenshot({ path: shot, fullPage: true });
+    process.stdout.write(`# screenshot: ${shot}\n`);
+
+    // The machine's timeline.
+    await page.getByRole('link', { name: 'node-ui' }).click();
+    await page.getByRole('heading', { name: 'Last boot report' }).waitFor();
+    assert.match((await page.locator('pre').textContent()) ?? '', /This node has joined the cluster/);
+    await page.getByRole('link', { name: 'bootwright' }).click();
+
+    // Enrol the discovered machine through the page's form.
+    await page.getByLabel('Name').first().fill('rack7-u12');
+    await page.getByLabel('Cluster', { exact: true }).last().selectOption('prod');
+    await page.getByLabel('Profile').first().selectOption('cc');
+    await page.getByRole('button', { name: 'Enrol' }).first().click();
+    await page.getByRole('heading', { name: /Machine rack7-u12/ }).waitFor();
+    const enrolled = await api('GET', '/v1/machines/rack7-u12', undefined, READER);
+    assert.equal(enrolled.status, 200, enrolled.body);
+    assert.deepEqual((JSON.parse(enrolled.body) as { spec: { selectors: unknown } }).spec.selectors, { mac: ['52:54:00:14:01:99'], hostname: 'rack7-u12', labels: {} });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  it('refuses an enrol without the form token, from another origin, or with a read-only token', async () => {
+    const form = (token: string, extra: Record<string, string> = {}) =>
+      fetch(`${base}/ui/enrol`, { method: 'POST', redirect: 'manual', headers: { cookie: `bootwright_ui=${token}`, 'content-type': 'application/x-www-form-urlencoded', ...extra }, body: 'csrf=x&name=n1&cluster=prod&profile=cc&mac=52:54:00:14:01:77' });
+    assert.equal((await form(ADMIN)).status, 403);
+    assert.equal((await form(ADMIN, { origin: 'http://evil.example' })).status, 403);
+    assert.equal((await form(READER)).status, 403);
+    assert.equal((await api('GET', '/v1/machines/n1')).status, 404);
+    const anonymous = await fetch(`${base}/ui/state.json`);
+    assert.equal(anonymous.status, 401);
+  });
+});
