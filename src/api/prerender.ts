@@ -9,7 +9,11 @@
  * and render-cache key, src/api/deliver.ts `renderPlan`): for a profile whose format is
  * Ignition, `/ignition` with Ignition's Accept header for each spec in
  * `prerenderIgnitionVersions` plus those machines asked for since the start (at most
- * four); for cloud-config, the NoCloud `user-data`.
+ * four); for cloud-config, the NoCloud `user-data`. The data carries the machine's boot
+ * report URL, which is the same for every fetch URL signed within one
+ * `REPORT_EXPIRY_GRID_SECONDS` step (src/api/signing.ts) and built from
+ * `BOOTWRIGHT_PUBLIC_URL`: without a public URL the report URL takes the fetch's Host, so
+ * nothing can be rendered ahead and boots render on demand, as without pre-rendering.
  *
  * Bounded, and off the request path:
  * - the queue holds machine names only, at most `prerenderMax` (a write affecting
@@ -27,6 +31,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { IGNITION_MEDIA_TYPE, servedIgnitionVersion } from '../render.js';
 import { machineParts, assembledRequest } from './routes/bootstrap.js';
 import { cachedRender, renderPlan } from './deliver.js';
+import { reportUrlFor } from './signing.js';
 import type { ServiceContext } from './server.js';
 
 /** Ignition specs pre-rendered at most (configured plus asked for). */
@@ -157,10 +162,15 @@ export class Prerenderer {
     try {
       const parts = await machineParts(this.ctx.store, name, undefined);
       const known = await assembledRequest(this.ctx, parts);
+      // The report URL a fetch URL signed now carries (src/api/signing.ts): known ahead
+      // only with a public URL (else it takes the Host of the fetch).
+      const base = this.ctx.config.publicUrl;
+      const exp = String(Math.floor(Date.now() / 1000) + this.ctx.signing.lifetimeSeconds);
+      const report = base === undefined ? {} : { reportUrl: reportUrlFor(this.ctx, base, name, exp) };
       const plans =
         bootFormat(parts.profile.spec.output?.format) === 'ignition'
-          ? this.versions.map((v) => renderPlan(known, `${IGNITION_MEDIA_TYPE};version=${v}`, { format: 'ignition' }))
-          : [renderPlan(known, undefined, { format: 'cloud-config' })];
+          ? this.versions.map((v) => renderPlan(known, `${IGNITION_MEDIA_TYPE};version=${v}`, { format: 'ignition', ...report }))
+          : [renderPlan(known, undefined, { format: 'cloud-config', ...report })];
       for (const plan of plans) {
         if (this.ctx.cache.hasRender(plan.key)) continue;
         await cachedRender(this.ctx, known, plan);

@@ -53,12 +53,21 @@ export function urlSigning(config: Config): UrlSigning {
 }
 
 /**
+ * Report URLs expire on this grid, seconds: the fetch URL's expiry rounded up to it, so
+ * every fetch URL of a machine signed within one grid step carries the same report URL
+ * and the data can be rendered before the machine boots (src/api/prerender.ts).
+ */
+export const REPORT_EXPIRY_GRID_SECONDS = 3600;
+
+/**
  * The boot report URL carried in data fetched with a signed URL expiring at `exp`
- * (decimal unix seconds): it works `reportUrlSeconds` longer, and is the same for every
+ * (decimal unix seconds): it works until `exp` rounded up to
+ * {@link REPORT_EXPIRY_GRID_SECONDS}, plus `reportUrlSeconds`. It is the same for every
  * fetch of that URL, so the bytes, their ETag and a pointer's hash are too.
  *
  * @throws TypeError for a bad base URL or machine id (sign.ts `reportUrl`)
  */
 export function reportUrlFor(ctx: { signing: UrlSigning; config: Pick<Config, 'reportUrlSeconds'> }, base: string, machine: string, exp: string): string {
-  return reportUrl(base, machine, ctx.signing.key(), Number(exp) + ctx.config.reportUrlSeconds);
+  const expiresAt = Math.ceil(Number(exp) / REPORT_EXPIRY_GRID_SECONDS) * REPORT_EXPIRY_GRID_SECONDS + ctx.config.reportUrlSeconds;
+  return reportUrl(base, machine, ctx.signing.key(), expiresAt);
 }

@@ -562,7 +562,7 @@ export class PostgresStore implements Store {
         [stalledBefore],
       )
     ).rows;
-    const discovered = (await this.pool.query<{ n: number }>('SELECT count(*)::integer AS n FROM discovered')).rows[0]!.n;
+    const discovered = (await this.pool.query<{ n: number }>("SELECT count(*)::integer AS n FROM discovered WHERE enrolled = ''")).rows[0]!.n;
     return toFleet(rows, discovered);
   }
 

@@ -204,6 +204,7 @@ export class SqliteStore implements Store {
       ),
       discoveredExists: db.prepare<[string, string, string, string], { one: number }>('SELECT 1 AS one FROM discovered WHERE mac = ? AND uuid = ? AND serial = ? AND hostname = ?'),
       discoveredCount: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM discovered'),
+      unenrolledCount: db.prepare<[], { n: number }>("SELECT count(*) AS n FROM discovered WHERE enrolled = ''"),
       expireDiscovered: db.prepare<[string]>('DELETE FROM discovered WHERE last_seen < ?'),
       expireRefusals: db.prepare<[string]>('DELETE FROM audit WHERE status >= 400 AND at < ?'),
       countRefusals: db.prepare<[number], { count: number }>('UPDATE audit_refusals SET count = count + ? WHERE id = 1 RETURNING count'),
@@ -528,7 +529,7 @@ export class SqliteStore implements Store {
 
   /** @inheritdoc */
   fleet(stalledBefore: string): Promise<FleetCounts> {
-    return settle(() => toFleet(this.statements.fleet.all(stalledBefore), this.statements.discoveredCount.get()!.n));
+    return settle(() => toFleet(this.statements.fleet.all(stalledBefore), this.statements.unenrolledCount.get()!.n));
   }
 
   /** @inheritdoc */

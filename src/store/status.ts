@@ -127,7 +127,7 @@ export function machineStatus(record: StatusRecord | undefined, now: Date, timeo
 export interface FleetCounts {
   machines: number;
   phases: Record<Phase, number>;
-  /** Entries under `/v1/discovered`. */
+  /** Entries under `/v1/discovered` not yet enrolled (no machine matches them). */
   discovered: number;
 }
 

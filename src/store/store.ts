@@ -292,7 +292,7 @@ export interface Store {
   /**
    * Fleet counts: existing machines, by phase (a machine without a record is
    * `Registered`; one `Provisioning` since before `stalledBefore` is `Stalled`), and the
-   * discovered entries. A few aggregate queries, whatever the fleet's size.
+   * discovered entries not yet enrolled. A few aggregate queries, whatever the fleet's size.
    *
    * @param stalledBefore ISO 8601 UTC cut-off
    */

@@ -94,13 +94,14 @@ describe('bindClientAddress', () => {
     assert.equal(await refusedMetric(app, '/ignition', 'client-address'), before + 1);
     const rows = await audit(app, 'ign-1');
     assert.deepEqual(rows[0], { ...rows[0], route: '/ignition', status: 403, client: '10.0.0.6', reason: 'client-address' });
-    // Editing the address in the URL voids the signature (plain 403, no reason: not genuine).
+    // Editing the address in the URL voids the signature: a plain 403, audited with its
+    // detail as the reason, never client-address (the URL is not genuine).
     const forged = new URL(url);
     forged.searchParams.set('client', '10.0.0.6');
     const f = await get(app, forged, '10.0.0.6');
     assert.equal(f.statusCode, 403);
     assert.match(f.json<{ detail: string }>().detail, /not valid/);
-    assert.equal((await audit(app, 'ign-1'))[0]!.reason, undefined);
+    assert.equal((await audit(app, 'ign-1'))[0]!.reason, 'the signature is not valid for this machine and route');
     // Dropping it voids it too.
     const unbound = new URL(url);
     unbound.searchParams.delete('client');

@@ -13,6 +13,8 @@ import { ADMIN, testService, type TestService } from '../support/server.js';
 const API = 'bootwright.dev/v1alpha1';
 const IGNITION_ACCEPT = 'application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1';
 const CLUSTER = (example('init').spec as { cluster: Record<string, unknown> }).cluster;
+/** The data carries a report URL built from the public URL: only with one can it be rendered ahead (src/api/prerender.ts). */
+const PUBLIC_URL = 'http://boot.example.test:8080';
 const PROFILE = { role: 'worker', kubernetesVersion: 'v1.33.2', output: { format: 'ignition' }, boot: { kernel: 'http://images.example.com/vmlinuz', initrd: [], args: [] } };
 
 const write = async (svc: TestService, method: 'POST' | 'PUT', path: string, kind: string, name: string, spec: unknown) => {
@@ -46,8 +48,8 @@ const inventory = async (svc: TestService, machines: number) => {
 
 describe('pre-rendering', () => {
   it('makes the first boot a cache hit, with the bytes an on-demand render gives', async () => {
-    const svc = await testService();
-    const plain = await testService({ prerenderMax: 0 });
+    const svc = await testService({ publicUrl: PUBLIC_URL });
+    const plain = await testService({ prerenderMax: 0, publicUrl: PUBLIC_URL });
     try {
       await inventory(svc, 1);
       await inventory(plain, 1);

@@ -13,7 +13,7 @@ export const fleetSchema = z
   .object({
     machines: z.int().describe('machines in the inventory'),
     phases: z.object(Object.fromEntries(PHASES.map((p) => [p, z.int()])) as Record<(typeof PHASES)[number], z.ZodInt>).describe('machines by phase; they add up to machines'),
-    discovered: z.int().describe('entries under GET /v1/discovered'),
+    discovered: z.int().describe('entries under GET /v1/discovered not yet enrolled (no machine matches them)'),
   })
   .meta({ id: 'Fleet' });
 
