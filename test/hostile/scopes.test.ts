@@ -89,7 +89,14 @@ async function cell(route: string, scope: ScopeColumn): Promise<request.Response
   const specOf = () => (Kind === 'Cluster' ? CLUSTER : Kind === 'Profile' ? PROFILE : { selectors: { mac: [macOf(n)] }, cluster: 'prod', profile: 'ign' });
   const existing = Kind === 'Cluster' ? 'prod' : Kind === 'Profile' ? 'ign' : 'm1';
   let r: request.Test;
-  if (method === 'POST' && target === '/report') {
+  if (target === '/v1/discovered/{id}') {
+    // A fresh unknown machine asks /ipxe, which records it under /v1/discovered.
+    const mac = `52:54:00:78:${(n >> 8).toString(16).padStart(2, '0')}:${(n & 255).toString(16).padStart(2, '0')}`;
+    await http().get(`/ipxe?mac=${mac}`);
+    const entry = (await store.listDiscovered()).find((d) => d.mac === mac);
+    assert.ok(entry, `the unknown machine ${mac} was not recorded`);
+    r = method === 'DELETE' ? http().delete(`/v1/discovered/${entry.id}`) : http().get(`/v1/discovered/${entry.id}`);
+  } else if (method === 'POST' && target === '/report') {
     r = http().post(relative(reportUrl(BASE, 'm1', KEY, Math.floor(Date.now() / 1000) + 3600))).set('content-type', 'application/x-www-form-urlencoded').send('outcome=success&exitCode=0');
   } else if (method === 'POST' && target === '/v1/render') r = http().post(target).set('content-type', 'application/json').send(JSON.stringify(worker()));
   else if (method === 'POST') r = http().post(target).set('content-type', 'application/json').send(doc(Kind, `new-${n}`, specOf()));

@@ -16,7 +16,9 @@ const BIG = randomBytes(24 * 1024).toString('base64');
 let inv: Inventory;
 
 before(async () => {
-  inv = await inventory();
+  // One public URL: every supertest request gets its own ephemeral port, and the report
+  // URL the data carries is built from the public URL, else from the fetch's Host.
+  inv = await inventory({ publicUrl: 'http://boot.example.test:8080' });
   assert.equal((await inv.send('post', '/v1/clusters', doc('Cluster', 'prod', clusterSpec()))).status, 201);
   const files = [{ path: '/etc/big', content: BIG }];
   const ign = workerProfileSpec({ provisioning: { files }, output: { format: 'ignition', platform: 'aws' } });
