@@ -14,7 +14,7 @@
  */
 import { WINDOWS_CLUSTER_API_DIR, WINDOWS_KUBEADM_DIR } from '../plan/os.js';
 import type { PlanFile, PlanUser, ProvisioningPlan } from '../plan/types.js';
-import { isPlainText, octal } from '../cloudinit/render.js';
+import { fileContent, octal } from '../cloudinit/render.js';
 import { cloudConfigWithJinja, LITERAL, type Mark } from '../cloudinit/jinja-document.js';
 import { RequestError } from '../../errors.js';
 
@@ -52,17 +52,7 @@ const PLACEHOLDER = {
  * and no `defer` (cloudbase-init has no stages).
  */
 function writeFile(file: PlanFile, mark: Mark = LITERAL): Record<string, unknown> {
-  const entry: Record<string, unknown> = { path: file.path, permissions: octal(file.mode) };
-  const text = file.gzip ? undefined : isPlainText(file.contents);
-  if (file.gzip) {
-    entry.encoding = 'gz+b64';
-    entry.content = Buffer.from(file.gzip).toString('base64');
-  } else if (text === undefined) {
-    entry.encoding = 'b64';
-    entry.content = Buffer.from(file.contents).toString('base64');
-  } else {
-    entry.content = file.origin !== undefined && file.sourceEncoding === 'plain' ? mark.text(text) : text;
-  }
+  const entry: Record<string, unknown> = { path: file.path, permissions: octal(file.mode), ...fileContent(file, mark) };
   if (file.append) entry.append = true;
   return entry;
 }

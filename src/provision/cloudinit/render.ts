@@ -51,21 +51,21 @@ export function isPlainText(bytes: Uint8Array): string | undefined {
 }
 
 /**
- * One `write_files` entry. Text stays readable; other bytes go as `encoding: b64`; a gzip
+ * The `encoding` and `content` of a `write_files` entry, as cloud-init and cloudbase-init
+ * both read them: text stays readable (a request's plain text through `mark`, which
+ * writes instance-data Jinja back or escapes braces); other bytes go as `b64`; a gzip
  * stream the request supplied is passed through as `gz+b64` (no recompression).
  */
+export function fileContent(file: PlanFile, mark: Mark): { encoding?: 'b64' | 'gz+b64'; content: string } {
+  if (file.gzip) return { encoding: 'gz+b64', content: Buffer.from(file.gzip).toString('base64') };
+  const text = isPlainText(file.contents);
+  if (text === undefined) return { encoding: 'b64', content: Buffer.from(file.contents).toString('base64') };
+  return { content: file.origin !== undefined && file.sourceEncoding === 'plain' ? mark.text(text) : text };
+}
+
+/** One `write_files` entry ({@link fileContent}), with its owner, mode, append and defer. */
 function writeFile(file: PlanFile, mark: Mark): Record<string, unknown> {
-  const entry: Record<string, unknown> = { path: file.path, owner: `${file.owner.user}:${file.owner.group}`, permissions: octal(file.mode) };
-  const text = file.gzip ? undefined : isPlainText(file.contents);
-  if (file.gzip) {
-    entry.encoding = 'gz+b64';
-    entry.content = Buffer.from(file.gzip).toString('base64');
-  } else if (text === undefined) {
-    entry.encoding = 'b64';
-    entry.content = Buffer.from(file.contents).toString('base64');
-  } else {
-    entry.content = file.origin !== undefined && file.sourceEncoding === 'plain' ? mark.text(text) : text;
-  }
+  const entry: Record<string, unknown> = { path: file.path, owner: `${file.owner.user}:${file.owner.group}`, permissions: octal(file.mode), ...fileContent(file, mark) };
   if (file.append) entry.append = true;
   if (file.deferred) entry.defer = true;
   return entry;
