@@ -10,7 +10,6 @@
  * when CI is set.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -26,9 +25,9 @@ import type { Store } from '../../src/store/store.js';
 import { ensureAutoTls } from '../../src/tls/auto.js';
 import { readCredentials } from '../../src/tls/credentials.js';
 import { missingDependency } from '../support/missing.js';
+import { bootUntil, QEMU } from '../support/qemu-console.js';
 import { example } from '../support/requests.js';
 
-const QEMU = '/usr/bin/qemu-system-x86_64';
 const ROM = '/usr/lib/ipxe/qemu/efi-e1000.rom';
 const skip = existsSync(QEMU) && existsSync(ROM) ? false : missingDependency('qemu-system-x86 / ipxe-qemu not installed (apt-get install -y qemu-system-x86 ipxe-qemu): the iPXE HTTPS-to-HTTP fallback is NOT tested');
 const BRIDGE = fileURLToPath(new URL('../support/tcp-bridge.mjs', import.meta.url));
@@ -68,26 +67,7 @@ describe('iPXE in qemu against an HTTPS service with a plain listener', { skip }
   it('tries https, falls back to the plain listener, and boots the kernel from it with an https OS URL', async () => {
     const forward = (guestPort: number, hostPort: number) => `guestfwd=tcp:10.0.2.100:${guestPort}-cmd:${process.execPath} ${BRIDGE} ${hostPort}`;
     const kernelUrl = 'http://10.0.2.100/assets/vmlinuz-qemu-https';
-    const qemu = spawn(QEMU, ['-nographic', '-m', '256', '-no-reboot', '-device', `e1000,netdev=n0,mac=${MAC},romfile=${ROM},bootindex=1`, '-netdev', `user,id=n0,restrict=on,${forward(80, plainPort)},${forward(443, tlsPort)},bootfile=http://10.0.2.100/boot.ipxe`], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    const reached = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(false), 90_000);
-      const onData = (d: Buffer) => {
-        output += d.toString('latin1');
-        if (output.includes(kernelUrl)) {
-          clearTimeout(timer);
-          resolve(true);
-        }
-      };
-      qemu.stdout.on('data', onData);
-      qemu.stderr.on('data', onData);
-      qemu.on('exit', () => {
-        clearTimeout(timer);
-        resolve(output.includes(kernelUrl));
-      });
-    });
-    qemu.kill('SIGKILL');
-    const console = output.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
+    const { reached, console } = await bootUntil(['-device', `e1000,netdev=n0,mac=${MAC},romfile=${ROM},bootindex=1`, '-netdev', `user,id=n0,restrict=on,${forward(80, plainPort)},${forward(443, tlsPort)},bootfile=http://10.0.2.100/boot.ipxe`], kernelUrl);
     assert.ok(reached, `the machine script never asked for the kernel over the plain listener; console:\n${console.slice(-2500)}`);
     // This build has no HTTPS (its banner's feature list), so the https chain fails at
     // once ("Operation not supported", ipxe.org/3c092003) and the plain one follows.

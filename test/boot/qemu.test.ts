@@ -11,7 +11,6 @@
  * when CI is set.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,9 +21,9 @@ import { buildServer } from '../../src/api/server.js';
 import { loadConfig } from '../../src/config.js';
 import { openSqliteStore } from '../../src/store/sqlite.js';
 import type { Store } from '../../src/store/store.js';
+import { bootUntil, QEMU } from '../support/qemu-console.js';
 import { example } from '../support/requests.js';
 
-const QEMU = '/usr/bin/qemu-system-x86_64';
 const ROM = '/usr/lib/ipxe/qemu/efi-e1000.rom';
 const available = existsSync(QEMU) && existsSync(ROM);
 if (!available) {
@@ -124,25 +123,6 @@ function serviceOnly(): string {
  * @returns whether the kernel was asked for, and the console's last 2000 characters
  */
 async function bootUntilKernel(devices: string[]): Promise<{ reached: boolean; console: string }> {
-  const qemu = spawn(QEMU, ['-nographic', '-m', '256', '-no-reboot', ...devices], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const kernelUrl = `${SERVICE}/assets/vmlinuz-qemu-test`;
-  const reached = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), 90_000);
-    const onData = (d: Buffer) => {
-      output += d.toString('latin1');
-      if (output.includes(kernelUrl)) {
-        clearTimeout(timer);
-        resolve(true);
-      }
-    };
-    qemu.stdout.on('data', onData);
-    qemu.stderr.on('data', onData);
-    qemu.on('exit', () => {
-      clearTimeout(timer);
-      resolve(output.includes(kernelUrl));
-    });
-  });
-  qemu.kill('SIGKILL');
-  return { reached, console: output.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').slice(-2000) };
+  const { reached, console } = await bootUntil(devices, `${SERVICE}/assets/vmlinuz-qemu-test`);
+  return { reached, console: console.slice(-2000) };
 }
