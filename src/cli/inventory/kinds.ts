@@ -5,6 +5,7 @@
  */
 import { RESOURCE_KINDS, type ResourceKind } from '../../store/resources.js';
 import { UsageError } from '../commands.js';
+import type { DiscoveredMachine } from '../../store/store.js';
 
 /** A resource document as the service answers it (the fields the CLI reads). */
 export interface ResourceDocument {
@@ -15,18 +16,8 @@ export interface ResourceDocument {
   status?: Record<string, unknown>;
 }
 
-/** A discovered machine as `GET /v1/discovered` answers it. */
-export interface DiscoveredDocument {
-  id: string;
-  mac?: string;
-  uuid?: string;
-  serial?: string;
-  hostname?: string;
-  firstSeen: string;
-  lastSeen: string;
-  count: number;
-  enrolled?: string;
-}
+/** A discovered machine as `GET /v1/discovered` answers it: the store's entry (src/store/store.ts). */
+export type DiscoveredDocument = DiscoveredMachine;
 
 /** A kind the commands take: a resource kind, or the discovered machines. */
 export type CliKind = ResourceKind | 'Discovered';
