@@ -39,7 +39,7 @@ function fastest(work: () => void, runs: number): number {
 /**
  * Assert `make(n)`'s work scales linearly: time(4n) / time(n) under 8 (quadratic gives
  * about 16). Load from elsewhere only ever slows a run, so the measurement is tried up
- * to three times and the best ratio counts: a linear check shows about 4 in one of
+ * to five times and the best ratio counts: a linear check shows about 4 in one of
  * them, a quadratic one never shows under 8.
  */
 function assertLinear(name: string, n: number, make: (n: number) => () => void): void {
@@ -49,7 +49,7 @@ function assertLinear(name: string, n: number, make: (n: number) => () => void):
   for (let i = 0; i < 3; i++) small();
   large();
   let best = Infinity;
-  for (let attempt = 0; attempt < 3 && best >= 8; attempt++) {
+  for (let attempt = 0; attempt < 5 && best >= 8; attempt++) {
     // The sizes interleaved, so a neighbour's load falls on both alike.
     let bestSmall = Infinity;
     let bestLarge = Infinity;
@@ -104,7 +104,10 @@ describe('checks are linear in the number of items', () => {
   });
 
   it('filesystems looking up their disks', () => {
-    assertLinear('filesystemEntries', 4000, (n) => {
+    // 1,000 rather than 4,000: each item allocates several strings and objects, and at
+    // 16,000 items the young generation overflows, so promotion alone pushed a linear
+    // run to 8.0 on a loaded CI machine.
+    assertLinear('filesystemEntries', 1000, (n) => {
       const disks: PlanDisk[] = Array.from({ length: n }, (_, i) => ({ device: `/dev/vd${i}`, tableType: 'gpt', layout: true, tableTypeGiven: false }));
       const filesystems: PlanFilesystem[] = Array.from({ length: n }, (_, i) => ({ device: `/dev/vd${i}`, filesystem: 'ext4', partition: 'auto', extraOpts: [] }));
       return () => filesystemEntries(filesystems, disks, []);
