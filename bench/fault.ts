@@ -36,8 +36,10 @@ export async function faultBenchmark(n = 10_000): Promise<FaultFigures> {
   const key = randomBytes(32).toString('hex');
   const servers: BenchServer[] = [];
   try {
-    for (let i = 0; i < 2; i++) servers.push(await startServe(await freePort(), { ...inventory.env, BOOTWRIGHT_URL_SIGNING_KEY: key }));
-    const proxy = await startProxy(servers.map((s) => s.port));
+    // The replicas' public URL is the proxy's, as behind a load balancer.
+    const proxyPort = await freePort();
+    for (let i = 0; i < 2; i++) servers.push(await startServe(await freePort(), { ...inventory.env, BOOTWRIGHT_URL_SIGNING_KEY: key, BOOTWRIGHT_PUBLIC_URL: `http://127.0.0.1:${proxyPort}` }));
+    const proxy = await startProxy(servers.map((s) => s.port), 1000, proxyPort);
     let killedAt = 0;
     const victim = servers[0]!;
     process.stderr.write('  … fault storm\n');

@@ -49,11 +49,14 @@ async function load_(name: string, opts: autocannon.Options): Promise<HttpFigure
 }
 
 /** Run the HTTP benchmark; `seconds` per load, `connections` concurrent clients. */
-export async function httpBenchmark(seconds = 10, connections = 32): Promise<{ figures: HttpFigure[]; hitOverBare: number; poolOverInline: number; healthzP99Ms: { pool: number; inline: number } }> {
+export async function httpBenchmark(
+  seconds = 10,
+  connections = 32,
+): Promise<{ figures: HttpFigure[]; hitOverBare: number; poolOverInline: { init: number; worker: number; workerAllPooled: number }; healthzP99Ms: { pool: number; inline: number } }> {
   const worker = load(readFileSync(new URL('../examples/worker.yaml', import.meta.url), 'utf8')) as { metadata: { name: string } };
   const body = JSON.stringify(worker);
   const init = load(readFileSync(new URL('../examples/init.yaml', import.meta.url), 'utf8')) as { metadata: { name: string } };
-  const serveEnv = (port: number, workers?: number) => ({
+  const serveEnv = (port: number, workers?: number, inlineBytes?: number) => ({
     BOOTWRIGHT_PORT: String(port),
     BOOTWRIGHT_LOG_LEVEL: 'warn',
     BOOTWRIGHT_RATE_LIMIT_MAX: '0',
@@ -61,11 +64,16 @@ export async function httpBenchmark(seconds = 10, connections = 32): Promise<{ f
     BOOTWRIGHT_DATA_DIR: mkdtempSync(join(tmpdir(), 'bootwright-bench-')),
     BOOTWRIGHT_TOKENS: JSON.stringify([{ name: 'bench', token: TOKEN, scopes: ['render'] }]),
     ...(workers !== undefined ? { BOOTWRIGHT_RENDER_WORKERS: String(workers) } : {}),
+    ...(inlineBytes !== undefined ? { BOOTWRIGHT_RENDER_INLINE_BYTES: String(inlineBytes) } : {}),
   });
   const ourPort = await freePort();
   const ours = await start(['src/cli.ts', 'serve'], ourPort, serveEnv(ourPort));
   const inlinePort = await freePort();
   const inline = await start(['src/cli.ts', 'serve'], inlinePort, serveEnv(inlinePort, 0));
+  // The default pool with no input small enough to stay on the main thread: what the
+  // inline threshold (BOOTWRIGHT_RENDER_INLINE_BYTES) saves on small bodies.
+  const allPooledPort = await freePort();
+  const allPooled = await start(['src/cli.ts', 'serve'], allPooledPort, serveEnv(allPooledPort, undefined, 0));
   const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', accept: 'text/cloud-config' };
   const url = `http://127.0.0.1:${ours.port}/v1/render`;
   const sample = await fetch(url, { method: 'POST', headers, body });
@@ -86,8 +94,13 @@ export async function httpBenchmark(seconds = 10, connections = 32): Promise<{ f
       url: `http://127.0.0.1:${port}/v1/render`,
       requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, body: JSON.stringify({ ...doc, metadata: { name: `bench-${n++}` } }) }) }],
     });
-    const miss = await load_(`POST /v1/render, cache miss, pool`, missLoad(ours.port, worker));
-    const missInline = await load_('POST /v1/render, cache miss, inline', missLoad(inline.port, worker));
+    // Small bodies (examples/worker.yaml, 0.9 KB): under the inline threshold by default.
+    const miss = await load_('miss, worker body, default (inline threshold 4096)', missLoad(ours.port, worker));
+    const missInline = await load_('miss, worker body, inline (0 workers)', missLoad(inline.port, worker));
+    const missAllPooled = await load_('miss, worker body, every task pooled', missLoad(allPooled.port, worker));
+    // Large bodies (examples/init.yaml with its PKI, 11 KB): the renders the pool takes.
+    const initMiss = await load_('miss, init body, default (pool)', missLoad(ours.port, init));
+    const initMissInline = await load_('miss, init body, inline (0 workers)', missLoad(inline.port, init));
     // /healthz on its own connection while 32 clients send cache-miss init renders (PKI).
     const healthz = async (port: number, label: string) => {
       const [, probe] = await Promise.all([
@@ -99,14 +112,19 @@ export async function httpBenchmark(seconds = 10, connections = 32): Promise<{ f
     const healthPool = await healthz(ours.port, 'pool');
     const healthInline = await healthz(inline.port, 'inline');
     return {
-      figures: [hit, bareFig, miss, missInline, healthPool, healthInline],
+      figures: [hit, bareFig, miss, missInline, missAllPooled, initMiss, initMissInline, healthPool, healthInline],
       hitOverBare: hit.requestsPerSecond / bareFig.requestsPerSecond,
-      poolOverInline: miss.requestsPerSecond / missInline.requestsPerSecond,
+      poolOverInline: {
+        init: initMiss.requestsPerSecond / initMissInline.requestsPerSecond,
+        worker: miss.requestsPerSecond / missInline.requestsPerSecond,
+        workerAllPooled: missAllPooled.requestsPerSecond / missInline.requestsPerSecond,
+      },
       healthzP99Ms: { pool: healthPool.p99Ms, inline: healthInline.p99Ms },
     };
   } finally {
     ours.child.kill('SIGTERM');
     inline.child.kill('SIGTERM');
+    allPooled.child.kill('SIGTERM');
     bare.child.kill('SIGTERM');
   }
 }

@@ -30,7 +30,7 @@ export interface Proxy {
  * @param backends loopback ports of the replicas.
  * @param downMs how long a backend that refused stays skipped, milliseconds.
  */
-export function startProxy(backends: number[], downMs = 1000): Promise<Proxy> {
+export function startProxy(backends: number[], downMs = 1000, port = 0): Promise<Proxy> {
   const stats: ProxyStats = { connections: 0, failovers: 0, dropped: 0 };
   const downUntil = new Map<number, number>();
   const sockets = new Set<Socket>();
@@ -77,7 +77,7 @@ export function startProxy(backends: number[], downMs = 1000): Promise<Proxy> {
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(port, '127.0.0.1', () => {
       const address = server.address();
       if (address === null || typeof address === 'string') {
         reject(new Error('no TCP address'));

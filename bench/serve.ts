@@ -21,7 +21,8 @@ export interface BenchServer {
  * Start `bootwright serve` on `port` and wait until `/readyz` answers 200 (at most 30 s).
  *
  * @param env extra BOOTWRIGHT_* variables: BOOTWRIGHT_DATA_DIR, and
- *   BOOTWRIGHT_DATABASE_URL / BOOTWRIGHT_URL_SIGNING_KEY for PostgreSQL replicas.
+ *   BOOTWRIGHT_DATABASE_URL / BOOTWRIGHT_URL_SIGNING_KEY / BOOTWRIGHT_PUBLIC_URL (the
+ *   proxy's; default the server's own address) for PostgreSQL replicas.
  * @throws Error when the process exits or is not ready in time (it is killed).
  */
 export async function startServe(port: number, env: Record<string, string>): Promise<BenchServer> {
@@ -34,6 +35,10 @@ export async function startServe(port: number, env: Record<string, string>): Pro
       BOOTWRIGHT_RATE_LIMIT_MAX: '0',
       BOOTWRIGHT_MAX_EVENT_LOOP_DELAY_MS: '0',
       BOOTWRIGHT_TOKENS: JSON.stringify([{ name: 'bench', token: BENCH_TOKEN, scopes: ['admin'] }]),
+      // As a deployment sets it: the report URL in a machine's data is then known ahead
+      // of its boot, so pre-rendering can fill the cache (replicas behind the proxy get
+      // the proxy's URL from `env`).
+      BOOTWRIGHT_PUBLIC_URL: `http://127.0.0.1:${port}`,
       ...env,
     },
     stdio: ['ignore', 'ignore', 'inherit'],

@@ -13,7 +13,7 @@ import { ipxeQuery } from './machines.js';
 import { freePort } from './net.js';
 import { startProxy } from './proxy.js';
 import { BENCH_TOKEN, type BenchServer, rss, startServe, stopServe } from './serve.js';
-import { bootStorm, IGNITION_ACCEPT, type StormRun } from './storm.js';
+import { bootStorm, IGNITION_ACCEPT, ROUTES, type StormRun } from './storm.js';
 
 /** One setup's storm. */
 export interface SetupStorm {
@@ -21,6 +21,26 @@ export interface SetupStorm {
   run: StormRun;
   /** Peak RSS of each serving process, MiB. */
   peakRssMiB: number[];
+  /**
+   * Per route, the service's own p99 of its 200 answers, milliseconds, as the bucket
+   * bound of `http_request_duration_seconds` it falls under (summed over replicas):
+   * from the request's arrival to its answer, without the client's or the kernel's time.
+   */
+  serverP99Ms: Record<string, number>;
+}
+
+/**
+ * The upper bucket bound, in ms, under which 99% of a route's 200 answers fall, from
+ * Prometheus text expositions of `http_request_duration_seconds` (one per replica).
+ */
+export function serverP99(expositions: string[], route: string): number {
+  const counts = new Map<number, number>();
+  const line = new RegExp(`^http_request_duration_seconds_bucket\\{le="([^"]+)",method="GET",route="${route.replace(/[.]/g, '\\.')}",status_code="200"\\} (\\d+)$`, 'gm');
+  for (const text of expositions) for (const m of text.matchAll(line)) counts.set(m[1] === '+Inf' ? Infinity : Number(m[1]), (counts.get(m[1] === '+Inf' ? Infinity : Number(m[1])) ?? 0) + Number(m[2]));
+  const bounds = [...counts.keys()].sort((a, b) => a - b);
+  const total = counts.get(Infinity) ?? 0;
+  const bound = bounds.find((b) => counts.get(b)! >= 0.99 * total);
+  return bound === undefined || total === 0 ? NaN : bound * 1000;
 }
 
 /** The three storms, and the /ignition vs POST /v1/render cache-hit throughput on SQLite. */
@@ -36,22 +56,27 @@ export interface StoreStorms {
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
-/** Start `count` replicas of one inventory (sharing a URL-signing key). */
-async function replicas(inventory: Inventory, count: number): Promise<BenchServer[]> {
+/** Start `count` replicas of one inventory (sharing a URL-signing key; `publicUrl` their public URL, default each its own). */
+async function replicas(inventory: Inventory, count: number, publicUrl?: string): Promise<BenchServer[]> {
   const key = randomBytes(32).toString('hex');
   const servers: BenchServer[] = [];
-  for (let i = 0; i < count; i++) servers.push(await startServe(await freePort(), { ...inventory.env, BOOTWRIGHT_URL_SIGNING_KEY: key }));
+  for (let i = 0; i < count; i++) {
+    servers.push(await startServe(await freePort(), { ...inventory.env, BOOTWRIGHT_URL_SIGNING_KEY: key, ...(publicUrl ? { BOOTWRIGHT_PUBLIC_URL: publicUrl } : {}) }));
+  }
   return servers;
 }
 
-/** Storm one setup: `count` replicas, behind a proxy when more than one. */
+/** Storm one setup: `count` replicas, behind a proxy (their public URL) when more than one. */
 async function stormSetup(name: string, inventory: Inventory, count: number, n: number): Promise<SetupStorm> {
   process.stderr.write(`  … storm: ${name}\n`);
-  const servers = await replicas(inventory, count);
-  const proxy = count > 1 ? await startProxy(servers.map((s) => s.port)) : undefined;
+  const proxyPort = count > 1 ? await freePort() : undefined;
+  const servers = await replicas(inventory, count, proxyPort ? `http://127.0.0.1:${proxyPort}` : undefined);
+  const proxy = proxyPort ? await startProxy(servers.map((s) => s.port), 1000, proxyPort) : undefined;
   try {
     const run = await bootStorm(proxy ? `http://127.0.0.1:${proxy.port}` : servers[0]!.base, range(n));
-    return { name, run, peakRssMiB: servers.map((s) => rss(s.child.pid!).peakMiB) };
+    const expositions = await Promise.all(servers.map(async (s) => (await fetch(`${s.base}/metrics`)).text()));
+    const serverP99Ms = Object.fromEntries(ROUTES.map((r) => [r, serverP99(expositions, r)]));
+    return { name, run, peakRssMiB: servers.map((s) => rss(s.child.pid!).peakMiB), serverP99Ms };
   } finally {
     await proxy?.close();
     for (const s of servers) await stopServe(s);

@@ -7,6 +7,7 @@
  * Latencies are of answered requests, per route.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { request } from 'undici';
 import { ipxeQuery, nameOf } from './machines.js';
 
 /** The Accept header Ignition sends. */
@@ -75,18 +76,23 @@ export async function bootStorm(base: string, indices: number[], options: StormO
   const get = async (route: string, url: string, headers: Record<string, string> = {}): Promise<string> => {
     let delay = RETRY_FIRST_MS;
     for (let attempt = 1; ; attempt++) {
-      let failure: string;
+      let failure = '';
       const t0 = performance.now();
+      // undici's request, not fetch: a tenth of fetch's CPU per request, which matters
+      // when 200 "machines" share the two cores with the service they measure.
+      let answer: { status: number; text: string } | undefined;
       try {
-        const res = await fetch(url, { headers });
-        const text = await res.text();
-        times[route]!.push(performance.now() - t0);
-        if (res.status === 200) return text;
-        failure = `${route}: ${res.status} ${text.slice(0, 200)}`;
-        if (res.status < 500) throw new Error(failure);
+        const res = await request(url, { headers });
+        answer = { status: res.statusCode, text: await res.body.text() };
       } catch (e) {
-        if (!(e instanceof TypeError)) throw e; // fetch failed: a connection error
-        failure = `${route}: ${(e.cause as Error | undefined)?.message ?? e.message}`;
+        answer = undefined; // a connection error (refused, reset, cut mid-body)
+        failure = `${route}: ${(e as Error).message}`;
+      }
+      if (answer) {
+        times[route]!.push(performance.now() - t0);
+        if (answer.status === 200) return answer.text;
+        failure = `${route}: ${answer.status} ${answer.text.slice(0, 200)}`;
+        if (answer.status < 500) throw new Error(failure);
       }
       if (!options.retry || attempt >= MAX_ATTEMPTS) throw new Error(failure);
       retries++;

@@ -205,12 +205,19 @@ export function renderPlan(known: KnownRequest, accept: string | undefined, quer
 
 /**
  * Render a known request with these options through the render cache: a hit at once,
- * a miss in the worker pool (src/work/pool.ts), sized by the request's bytes.
+ * a miss in the worker pool (src/work/pool.ts), sized by the request's bytes (a small
+ * one renders on the main thread, see `BOOTWRIGHT_RENDER_INLINE_BYTES`).
  *
+ * @param background a render nobody waits for (pre-rendering): always in a worker, and
+ *   not counted as demand; a request's miss is noted so pre-rendering steps aside
+ *   (`Prerenderer.noteDemand`, src/api/prerender.ts).
  * @throws as {@link renderNodeBootstrap}; RenderOverloadedError and RenderTimeoutError (503).
  */
-export function cachedRender(ctx: ServiceContext, known: KnownRequest, plan: { key: string; shareKey: string; options: RenderOptions }): RenderResult | Promise<RenderResult> {
-  return ctx.cache.peekRender(plan.key) ?? ctx.cache.render(plan.key, () => ctx.pool.run({ op: 'render', request: portable(known.req), options: plan.options }, known.bytes), plan.shareKey);
+export function cachedRender(ctx: ServiceContext, known: KnownRequest, plan: { key: string; shareKey: string; options: RenderOptions }, background = false): RenderResult | Promise<RenderResult> {
+  const hit = ctx.cache.peekRender(plan.key);
+  if (hit) return hit;
+  if (!background) ctx.prerender.noteDemand();
+  return ctx.cache.render(plan.key, () => ctx.pool.run({ op: 'render', request: portable(known.req), options: plan.options }, background ? Number.POSITIVE_INFINITY : known.bytes), plan.shareKey);
 }
 
 /**

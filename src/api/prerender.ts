@@ -19,8 +19,11 @@
  * - the queue holds machine names only, at most `prerenderMax` (a write affecting
  *   more, say a profile of 10,000 machines, queues the first `prerenderMax`; the others
  *   render on their first boot, as without pre-rendering) and a name once;
- * - assembly and rendering run in the worker pool, at most one machine per worker at a
- *   time, and only while no request's task waits for a worker: requests go first;
+ * - assembly and rendering always run in the worker pool (never on the main thread,
+ *   whatever their size), at most one machine per worker at a time, and only while no
+ *   request's task waits for a worker and no request has missed the cache for
+ *   `QUIET_MS`: requests go first (a storm of first boots renders on demand, and
+ *   pre-rendering resumes once it is over);
  * - it stops filling the render cache at three quarters of its bound (the LRU keeps the
  *   last quarter for requests), so pre-rendering never evicts what is being served.
  * A machine that cannot be rendered is skipped (its boot answers the 422 as before).
@@ -40,6 +43,8 @@ const MAX_VERSIONS = 4;
 const PAGE = 1000;
 /** How long a pre-render waits for requests' tasks to leave the pool's queue. */
 const YIELD_MS = 5;
+/** Milliseconds without a request's cache miss before pre-rendering goes on. */
+const QUIET_MS = 100;
 
 /** Counters the metrics read. */
 export interface PrerenderStats {
@@ -59,6 +64,8 @@ export class Prerenderer {
   private readonly configured: number;
   private running = 0;
   private closed = false;
+  /** When a request last missed the cache (performance.now() ms). */
+  private demandAt = -Infinity;
 
   constructor(
     private readonly ctx: ServiceContext,
@@ -127,6 +134,11 @@ export class Prerenderer {
     this.versions.length = Math.min(this.versions.length, Math.max(MAX_VERSIONS, this.configured));
   }
 
+  /** A request just missed the cache (an assembly or a render on demand): pre-rendering pauses for `QUIET_MS` (100 ms). */
+  noteDemand(): void {
+    this.demandAt = performance.now();
+  }
+
   /** Stop (queued machines are dropped; renders in flight finish in the pool). */
   close(): void {
     this.closed = true;
@@ -151,8 +163,8 @@ export class Prerenderer {
         this.pending.clear();
         return;
       }
-      // Requests first: wait while any of theirs waits for a worker.
-      while (this.ctx.pool.queued > 0 && this.enabled) await sleep(YIELD_MS);
+      // Requests first: wait while any of theirs waits for a worker, or missed the cache lately.
+      while (this.enabled && (this.ctx.pool.queued > 0 || performance.now() - this.demandAt < QUIET_MS)) await sleep(YIELD_MS);
       await this.render(name);
     }
   }
@@ -161,7 +173,7 @@ export class Prerenderer {
   private async render(name: string): Promise<void> {
     try {
       const parts = await machineParts(this.ctx.store, name, undefined);
-      const known = await assembledRequest(this.ctx, parts);
+      const known = await assembledRequest(this.ctx, parts, true);
       // The report URL a fetch URL signed now carries (src/api/signing.ts): known ahead
       // only with a public URL (else it takes the Host of the fetch).
       const base = this.ctx.config.publicUrl;
@@ -173,7 +185,7 @@ export class Prerenderer {
           : [renderPlan(known, undefined, { format: 'cloud-config', ...report })];
       for (const plan of plans) {
         if (this.ctx.cache.hasRender(plan.key)) continue;
-        await cachedRender(this.ctx, known, plan);
+        await cachedRender(this.ctx, known, plan, true);
         this.stats.rendered++;
       }
     } catch {

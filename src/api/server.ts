@@ -378,7 +378,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   // A listening service loads the render pipeline into its workers up front; routes
   // injected in tests start them on their first miss.
   app.addHook('onListen', (done) => {
-    pool.warm();
+    // /readyz answers 503 until the threads have loaded (RenderPool.starting).
+    void pool.warm();
     // Every registered machine's data into the cache before its first boot (in the background).
     void prerender.enqueueAll();
     done();

@@ -68,7 +68,7 @@ export interface SqliteStoreOptions {
   now?: () => Date;
   /**
    * Milliseconds the boot routes' writes (`recordAudit`, `takeFetch`,
-   * `recordDiscovered`) may wait to be committed together in one transaction (each its
+   * `recordDiscovered`, `updateStatus`) may wait to be committed together in one transaction (each its
    * own savepoint in it); each call resolves only once its transaction has committed.
    * 0 (default): each is its own transaction at once.
    */
@@ -149,6 +149,8 @@ export class SqliteStore implements Store {
   private readonly statements;
 
   private batch: Batched[] = [];
+  /** `findMachinesBy`'s statements, by number of selector entries. */
+  private readonly findBy = new Map<number, Database.Statement<string[], RevisionRow>>();
   private batchTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -395,11 +397,19 @@ export class SqliteStore implements Store {
     return settle(() => {
       const entries = identityEntries(identity);
       if (entries.length === 0) return [];
-      const sql =
-        `SELECT v.* ${CURRENT_JOIN} WHERE r.kind = 'Machine' AND r.name IN (SELECT machine FROM machine_selectors WHERE ` +
-        entries.map(() => '(selector = ? AND value = ?)').join(' OR ') +
-        ') ORDER BY r.name';
-      const rows = this.db.prepare<string[], RevisionRow>(sql).all(...entries.flatMap((e) => [e.selector, e.value]));
+      // One statement per number of entries (at most four identities plus the query's
+      // labels, which maxQueryParameters bounds), prepared once: a boot storm asks this
+      // for every machine.
+      let statement = this.findBy.get(entries.length);
+      if (!statement) {
+        const sql =
+          `SELECT v.* ${CURRENT_JOIN} WHERE r.kind = 'Machine' AND r.name IN (SELECT machine FROM machine_selectors WHERE ` +
+          entries.map(() => '(selector = ? AND value = ?)').join(' OR ') +
+          ') ORDER BY r.name';
+        statement = this.db.prepare<string[], RevisionRow>(sql);
+        this.findBy.set(entries.length, statement);
+      }
+      const rows = statement.all(...entries.flatMap((e) => [e.selector, e.value]));
       return rows.map((row) => toResource<MachineSpec>(row));
     });
   }
@@ -500,10 +510,10 @@ export class SqliteStore implements Store {
     });
   }
 
-  /** @inheritdoc */
+  /** @inheritdoc A boot-route write: batched like the audit rows (resolves once committed). */
   updateStatus(machine: string, event: StatusEvent): Promise<boolean> {
     const s = this.statements;
-    return settle(() =>
+    return this.write_(() =>
       this.db
         .transaction(() => {
           const row = s.getStatus.get(machine);

@@ -13,8 +13,10 @@
  *   worker terminated and replaced (piscina aborts a running task by terminating its
  *   thread), and {@link RenderTimeoutError} thrown (503 + Retry-After), so one stuck
  *   render never wedges the pool.
- * - Threads start on the first task handed to the pool or on {@link RenderPool.warm},
- *   and {@link RenderPool.close} lets queued and running tasks finish.
+ * - Threads start on the first task handed to the pool or on {@link RenderPool.warm}
+ *   (which resolves once every thread has loaded the pipeline; the service is not ready
+ *   until then, see {@link RenderPool.starting}), and {@link RenderPool.close} lets queued
+ *   and running tasks finish.
  *
  * Worker threads load this module's sibling `worker.ts` under tsx (development, tests)
  * or `worker.js` (dist/): whichever this module itself was loaded as. Workers inherit
@@ -22,7 +24,7 @@
  */
 import { Piscina } from 'piscina';
 import { rebuildError, runTask, type Task, type TaskFailure, type TaskValue } from './task.js';
-import type { Envelope } from './worker.js';
+import type { Envelope, Ping } from './worker.js';
 
 /** Options of a {@link RenderPool}. */
 export interface RenderPoolOptions {
@@ -73,17 +75,37 @@ const isFailure = (v: unknown): v is TaskFailure => typeof v === 'object' && v !
 /** The pool; see the module comment. */
 export class RenderPool {
   readonly stats: RenderPoolStats = { inline: 0, pooled: 0, shed: 0, timedOut: 0 };
-  private piscina: Piscina<Envelope, TaskValue<Task> | TaskFailure> | undefined;
+  private piscina: Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | 'pong'> | undefined;
   private closed = false;
+  private warming = false;
 
   constructor(readonly options: RenderPoolOptions) {}
 
-  /** Start the worker threads now (they load the render pipeline once, up front). No-op without workers. */
-  warm(): void {
-    if (this.options.workers > 0 && !this.closed) this.threads();
+  /**
+   * Start the worker threads now and wait until they have loaded the render pipeline:
+   * one ping per thread, at once, so each idle thread answers one (a thread that loads
+   * late may leave its ping to another: then at least one thread serves). No-op without
+   * workers. Never rejects (a failure to start shows on the first task).
+   */
+  async warm(): Promise<void> {
+    if (this.options.workers === 0 || this.closed) return;
+    const pool = this.threads();
+    this.warming = true;
+    try {
+      await Promise.all(Array.from({ length: this.options.workers }, () => pool.run({ ping: true })));
+    } catch {
+      // reported by the tasks that follow
+    } finally {
+      this.warming = false;
+    }
   }
 
-  private threads(): Piscina<Envelope, TaskValue<Task> | TaskFailure> {
+  /** Whether {@link warm} is still waiting for the threads to load (the service answers /readyz 503 meanwhile). */
+  get starting(): boolean {
+    return this.warming;
+  }
+
+  private threads(): Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | 'pong'> {
     this.piscina ??= new Piscina({
       filename: (this.options.filename ?? WORKER_MODULE).href,
       minThreads: this.options.workers,
@@ -123,7 +145,7 @@ export class RenderPool {
     const started = new BigInt64Array(new SharedArrayBuffer(8));
     const abort = new AbortController();
     const timer = this.deadline(started, abort);
-    let value: TaskValue<Task> | TaskFailure;
+    let value: TaskValue<Task> | TaskFailure | 'pong';
     try {
       value = await pool.run({ task, started }, { signal: abort.signal });
     } catch (e) {

@@ -14,8 +14,18 @@ export interface Envelope {
   started: BigInt64Array;
 }
 
-/** Run one task (src/work/task.ts `runTask`); a failure is returned, not thrown. */
-export default function work({ task, started }: Envelope): TaskValue<Task> | TaskFailure {
+/** What the pool sends a thread to learn it has loaded this module (and so the render pipeline). */
+export interface Ping {
+  ping: true;
+}
+
+/**
+ * Run one task (src/work/task.ts `runTask`); a failure is returned, not thrown. A
+ * {@link Ping} is answered `'pong'`: the thread has loaded the pipeline.
+ */
+export default function work(envelope: Envelope | Ping): TaskValue<Task> | TaskFailure | 'pong' {
+  if ('ping' in envelope) return 'pong';
+  const { task, started } = envelope;
   Atomics.store(started, 0, BigInt(Date.now()));
   try {
     return runTask(task);

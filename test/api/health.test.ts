@@ -36,6 +36,29 @@ describe('/readyz', () => {
     const store = await openSqliteStore(':memory:');
     await checkReadiness(store, () => store.close());
   });
+
+  it('503 while the render workers load after listening, then 200; /healthz 200 throughout', async () => {
+    const s = await testService({ logLevel: 'silent', renderWorkers: 2 });
+    try {
+      await s.app.listen({ host: '127.0.0.1', port: 0 });
+      // Loading the pipeline into two threads takes far longer than one request.
+      const early = await s.app.inject({ url: '/readyz' });
+      assert.equal(early.statusCode, 503);
+      assert.equal(early.json<{ detail: string }>().detail, 'the render workers are starting');
+      assert.equal((await s.app.inject({ url: '/healthz' })).statusCode, 200);
+      let ready = early;
+      for (let i = 0; i < 3000 && ready.statusCode !== 200; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+        ready = await s.app.inject({ url: '/readyz' });
+      }
+      assert.equal(ready.statusCode, 200, 'the workers never became ready');
+      // The pings are not render tasks: the metrics count none.
+      const metrics = (await s.app.inject({ url: '/metrics' })).body;
+      assert.match(metrics, /^bootwright_render_tasks_total\{outcome="pool"\} 0$/m);
+    } finally {
+      await s.app.close();
+    }
+  });
 });
 
 const databaseUrl = await testDatabase('/readyz on PostgreSQL');

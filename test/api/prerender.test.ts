@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { example } from '../support/requests.js';
-import { ADMIN, testService, type TestService } from '../support/server.js';
+import { ADMIN, RENDERER, testService, type TestService } from '../support/server.js';
 
 const API = 'bootwright.dev/v1alpha1';
 const IGNITION_ACCEPT = 'application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1';
@@ -77,6 +77,57 @@ describe('pre-rendering', () => {
     } finally {
       await svc.app.close();
       await plain.app.close();
+    }
+  });
+
+  it('renders in a worker even what a request would render inline', async () => {
+    // Every request's task is small enough for the main thread here; pre-rendering's are not.
+    const svc = await testService({ publicUrl: PUBLIC_URL, renderInlineBytes: 1 << 20 });
+    try {
+      await inventory(svc, 2);
+      await settled(svc);
+      assert.ok((await metric(svc, 'bootwright_prerender_total{outcome="rendered"}')) >= 2);
+      // Two assemblies and two renders, all in the pool; nothing inline.
+      assert.equal(await metric(svc, 'bootwright_render_tasks_total{outcome="inline"}'), 0);
+      assert.equal(await metric(svc, 'bootwright_render_tasks_total{outcome="pool"}'), 4);
+      // A fetch of a spec not pre-rendered (Ignition 3.3.0) renders on demand, inline (it is small).
+      const script = (await svc.app.inject({ url: '/ipxe?mac=52-54-00-00-00-00' })).body;
+      const url = new URL(/ignition\.config\.url=(\S+)/.exec(script)![1]!);
+      const older = await svc.app.inject({ url: `${url.pathname}${url.search}`, headers: { accept: 'application/vnd.coreos.ignition+json;version=3.3.0' } });
+      assert.equal(older.statusCode, 200, older.body);
+      assert.equal(older.json<{ ignition: { version: string } }>().ignition.version, '3.3.0');
+      assert.equal(await metric(svc, 'bootwright_render_tasks_total{outcome="inline"}'), 1);
+      assert.equal(await metric(svc, 'bootwright_render_tasks_total{outcome="pool"}'), 4);
+    } finally {
+      await svc.app.close();
+    }
+  });
+
+  it('steps aside while requests miss the cache', async () => {
+    const svc = await testService({ publicUrl: PUBLIC_URL });
+    try {
+      await inventory(svc, 1);
+      await settled(svc);
+      const rendered = await metric(svc, 'bootwright_prerender_total{outcome="rendered"}');
+      // A request's miss, then a write that queues a machine: nothing is rendered ahead
+      // until 100 ms after the miss, then the queue drains. The miss happened after
+      // `sent`, so the pre-render cannot have finished before sent + 100 ms (a loaded
+      // machine only delays it). The body is parsed first, so the miss is one quick render.
+      const ask = (accept: string) =>
+        svc.app.inject({ method: 'POST', url: '/v1/render', headers: { authorization: `Bearer ${RENDERER}`, 'content-type': 'application/json', accept }, payload: JSON.stringify(example('worker')) });
+      assert.equal((await ask('text/cloud-config')).statusCode, 200);
+      const sent = performance.now();
+      assert.equal((await ask(IGNITION_ACCEPT)).statusCode, 200);
+      await write(svc, 'POST', '/v1/machines', 'Machine', 'm9', { selectors: { mac: ['52:54:00:00:00:09'] }, cluster: 'prod', profile: 'worker' });
+      const written = performance.now();
+      let done = NaN;
+      for (let i = 0; i < 5000 && Number.isNaN(done); i++) {
+        if ((await metric(svc, 'bootwright_prerender_total{outcome="rendered"}')) > rendered) done = performance.now();
+        else await new Promise((r) => setTimeout(r, 2));
+      }
+      assert.ok(done - sent >= 100, `pre-rendered ${(done - sent).toFixed(1)} ms after a request's miss`);
+    } finally {
+      await svc.app.close();
     }
   });
 

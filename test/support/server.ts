@@ -38,9 +38,11 @@ export async function testService(overrides: Partial<Config> = {}, options: { st
       // Tests block the event loop on purpose (synchronous child processes); shedding is
       // tested on its own with this turned on.
       maxEventLoopDelayMs: 0,
-      // One render worker: every miss still renders off the main thread, as in service,
-      // but each test service starts one thread, not one per core.
+      // One render worker, and every miss renders in it (no input is small enough to stay
+      // inline), so the tests cross threads where a service would for larger inputs; each
+      // test service starts one thread, not one per core.
       renderWorkers: 1,
+      renderInlineBytes: 0,
       tokens: [
         { name: 'admin', token: ADMIN, scopes: ['admin'] },
         { name: 'renderer', token: RENDERER, scopes: ['render'] },

@@ -54,14 +54,19 @@ export const partsKey = ({ machine, cluster, profile }: AssemblyParts) => `${mac
 
 /**
  * A stored machine's validated request, through the request cache: on a miss,
- * assembled and validated in the worker pool (src/work/pool.ts).
+ * assembled and validated in the worker pool (src/work/pool.ts), sized by the parts as
+ * JSON (assembly validates what they hold, as a body's parse does), so small parts
+ * assemble on the main thread.
  *
+ * @param background an assembly nobody waits for (pre-rendering): always in a worker.
  * @throws AssemblyError (422) when the three do not make a valid NodeBootstrap; the
  *   pool's RenderOverloadedError, RenderTimeoutError (503).
  */
-export function assembledRequest(ctx: ServiceContext, parts: AssemblyParts): Promise<KnownRequest> {
-  // Sized as unbounded: an assembly is never small enough to be worth the main thread.
-  return ctx.cache.assembled(partsKey(parts), () => ctx.pool.run({ op: 'assemble', parts, limits: documentLimits(ctx.config) }, Number.POSITIVE_INFINITY));
+export function assembledRequest(ctx: ServiceContext, parts: AssemblyParts, background = false): Promise<KnownRequest> {
+  return ctx.cache.assembled(partsKey(parts), () => {
+    if (!background) ctx.prerender.noteDemand();
+    return ctx.pool.run({ op: 'assemble', parts, limits: documentLimits(ctx.config) }, background ? Number.POSITIVE_INFINITY : JSON.stringify(parts).length);
+  });
 }
 
 /**

@@ -40,12 +40,15 @@ export const healthRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx,
         tags: ['operations'],
         operationId: 'getReadyz',
         summary: 'Readiness: the service can render and its store answers',
-        description: 'Public. 503 while the service is overloaded or the store does not answer.',
+        description: 'Public. 503 while the service is overloaded, its render workers are still loading (just after start), or the store does not answer.',
         security: [],
         response: { 200: status.describe('The service is ready'), 429: rateLimited, 503: unavailable },
       },
     },
     async (request, reply) => {
+      // Just after start the render workers load the pipeline (seconds on a busy machine):
+      // traffic sent meanwhile would queue behind them, so a load balancer waits.
+      if (ctx.pool.starting) return sendProblem(reply, 'unavailable', 503, 'the render workers are starting');
       try {
         await ctx.store.ping();
       } catch (e) {
