@@ -119,7 +119,6 @@ describe('pre-rendering', () => {
       const sent = performance.now();
       assert.equal((await ask(IGNITION_ACCEPT)).statusCode, 200);
       await write(svc, 'POST', '/v1/machines', 'Machine', 'm9', { selectors: { mac: ['52:54:00:00:00:09'] }, cluster: 'prod', profile: 'worker' });
-      const written = performance.now();
       let done = NaN;
       for (let i = 0; i < 5000 && Number.isNaN(done); i++) {
         if ((await metric(svc, 'bootwright_prerender_total{outcome="rendered"}')) > rendered) done = performance.now();
