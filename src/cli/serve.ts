@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { serve, PID_FILE } from '../api/serve.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { EXIT, type Command, type Parsed } from './commands.js';
@@ -14,8 +15,10 @@ import { EXIT, type Command, type Parsed } from './commands.js';
 /** The service's log file under the data directory, written by `serve --detach`. */
 export const LOG_FILE = 'bootwright.log';
 
-/** How long `serve --detach` waits for the service to listen, milliseconds. */
+/** How long `serve --detach` waits for the service to listen and be ready, milliseconds. */
 const DETACH_TIMEOUT_MS = 60_000;
+/** How often a detached service asks its own /readyz before reporting, milliseconds. */
+const READY_POLL_MS = 50;
 
 /** `bootwright serve`. */
 export const SERVE: Command = {
@@ -28,7 +31,7 @@ export const SERVE: Command = {
     { name: 'port', type: 'string', value: 'PORT', help: 'listen port, 0 for any free one (BOOTWRIGHT_PORT; default 8080)' },
     { name: 'data-dir', type: 'string', value: 'DIR', help: 'data directory: admin token, SQLite inventory, PID file (BOOTWRIGHT_DATA_DIR; default ./data)' },
     { name: 'config', type: 'string', value: 'FILE', help: 'YAML or JSON configuration file, keys as the variables in camelCase (BOOTWRIGHT_CONFIG)' },
-    { name: 'detach', short: 'd', type: 'boolean', help: `start in the background; return once it listens (exit 0) or with its error (exit 1); logs to DIR/${LOG_FILE}` },
+    { name: 'detach', short: 'd', type: 'boolean', help: `start in the background; return once it listens and is ready (exit 0) or with its error (exit 1); logs to DIR/${LOG_FILE}` },
   ],
   details: `Every other setting is a BOOTWRIGHT_* variable (README, Configuration). With no token
 configured, the first start writes an admin token to DIR/admin-token (mode 0600).
@@ -70,8 +73,8 @@ function readSince(file: string, offset: number): string {
 
 /**
  * Start this same command line again without `--detach`, as a detached child logging
- * to the data directory, and wait until it reports that it listens (over the IPC
- * channel) or exits.
+ * to the data directory, and wait until it reports that it listens and is ready (its
+ * /readyz answers 200; over the IPC channel) or exits.
  *
  * @returns 0 once it listens (it keeps running); 1 when it exits first or does not
  *   listen within 60 s (then it is stopped), after printing what it logged.
@@ -129,6 +132,10 @@ export async function runServe(parsed: Parsed, args: string[], out: NodeJS.Writa
   try {
     const app = await serve(config);
     if (process.env.BOOTWRIGHT_DETACHED === '1' && process.send) {
+      // Report once ready, not merely listening: /readyz is 503 while the render workers
+      // load (a second or two), and a caller's first request should not wait behind them.
+      // The parent gives up after DETACH_TIMEOUT_MS.
+      for (let i = 0; i * READY_POLL_MS < DETACH_TIMEOUT_MS && (await app.inject({ url: '/readyz' })).statusCode !== 200; i++) await sleep(READY_POLL_MS);
       const { port } = app.server.address() as AddressInfo;
       const scheme = 'setSecureContext' in app.server ? 'https' : 'http';
       process.send({ url: `${scheme}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}` });
