@@ -71,7 +71,7 @@ async function stop(dataDir: string): Promise<void> {
 }
 
 describe('bootwright serve', () => {
-  it('--detach returns once the service listens; --port, --host and --data-dir beat the variables; the PID file names it', async () => {
+  it('--detach returns once the service listens and is ready; --port, --host and --data-dir beat the variables; the PID file names it', async () => {
     const port = await freePort();
     const dataDir = join(base, 'detach');
     started.push(dataDir);
