@@ -76,8 +76,8 @@ function readSince(file: string, offset: number): string {
  * to the data directory, and wait until it reports that it listens and is ready (its
  * /readyz answers 200; over the IPC channel) or exits.
  *
- * @returns 0 once it listens (it keeps running); 1 when it exits first or does not
- *   listen within 60 s (then it is stopped), after printing what it logged.
+ * @returns 0 once it is ready (it keeps running); 1 when it exits first or is not
+ *   ready within 60 s (then it is stopped), after printing what it logged.
  */
 async function detach(args: string[], config: Config, out: NodeJS.WritableStream, err: NodeJS.WritableStream): Promise<number> {
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
@@ -114,7 +114,7 @@ async function detach(args: string[], config: Config, out: NodeJS.WritableStream
   }
   if (outcome === 'timeout') child.kill('SIGTERM');
   err.write(readSince(logFile, offset));
-  err.write(outcome === 'timeout' ? `serve: the service did not listen within ${DETACH_TIMEOUT_MS / 1000} s; stopped it\n` : `serve: the service exited (code ${String(outcome.code)}) before listening; its log is above (${logFile})\n`);
+  err.write(outcome === 'timeout' ? `serve: the service was not listening and ready within ${DETACH_TIMEOUT_MS / 1000} s; stopped it\n` : `serve: the service exited (code ${String(outcome.code)}) before listening; its log is above (${logFile})\n`);
   return EXIT.failure;
 }
 
