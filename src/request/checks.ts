@@ -3,6 +3,7 @@
  * schema cannot see. Each problem names the field; none quotes a secret.
  */
 import { createHash, createPrivateKey, createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { FieldProblem } from '../errors.js';
 import type { NodeBootstrap } from './schema.js';
 
@@ -12,47 +13,87 @@ export const GENERATED_PATH_PREFIXES = ['/etc/kubernetes/pki/', '/run/kubeadm/',
 type KeyPair = { cert: string; key: string };
 
 /**
+ * What checking one pair found: problems by member (`cert`, `key`; no message: the key
+ * does not match the certificate), and a CA's kubeadm pin when its certificate parsed.
+ * No path: the same pair may sit under several fields.
+ */
+interface PairVerdict {
+  problems: { member: 'cert' | 'key'; message?: string }[];
+  pin?: string;
+}
+
+/**
+ * Verdicts of pairs already checked, by SHA-256 of the pair's kind and PEM texts (the
+ * texts themselves are not kept). A cluster's CAs and service-account key are the same
+ * in every control-plane request and re-request of it, and parsing them is most of a
+ * request's validation (OpenSSL's decoders, serialised across threads): each distinct
+ * pair is parsed once per thread. Bounded by count; a verdict is a few short strings.
+ */
+const verdicts = new LRUCache<string, PairVerdict>({ max: 1024 });
+
+function memoised(kind: 'ca' | 'sa', pair: KeyPair, check: () => PairVerdict): PairVerdict {
+  const key = createHash('sha256').update(kind).update('\0').update(pair.cert).update('\0').update(pair.key).digest('base64url');
+  let verdict = verdicts.get(key);
+  if (!verdict) {
+    verdict = check();
+    verdicts.set(key, verdict);
+  }
+  return verdict;
+}
+
+function report(path: string, verdict: PairVerdict, problems: FieldProblem[]): void {
+  for (const p of verdict.problems) problems.push({ path: `${path}.${p.member}`, message: p.message ?? `does not match ${path}.cert` });
+}
+
+/**
  * Check a certificate/key pair: both parse, the certificate is a CA, the key matches it.
  * Follows kubeadm's expectations for the shared cluster CAs (kubeadm `certs` phase).
+ *
+ * @returns the CA's kubeadm pin ({@link caCertHash}) when the certificate parses.
  */
-function checkCAPair(path: string, pair: KeyPair, problems: FieldProblem[]): X509Certificate | undefined {
-  let cert: X509Certificate;
-  let key: KeyObject;
-  try {
-    cert = new X509Certificate(pair.cert);
-  } catch {
-    problems.push({ path: `${path}.cert`, message: 'is not a valid X.509 certificate' });
-    return undefined;
-  }
-  try {
-    key = createPrivateKey(pair.key);
-  } catch {
-    problems.push({ path: `${path}.key`, message: 'is not a valid private key' });
-    return cert;
-  }
-  if (!cert.ca) problems.push({ path: `${path}.cert`, message: 'is not a CA certificate (basicConstraints CA:TRUE is missing)' });
-  if (!cert.checkPrivateKey(key)) problems.push({ path: `${path}.key`, message: `does not match ${path}.cert` });
-  return cert;
+function checkCAPair(path: string, pair: KeyPair, problems: FieldProblem[]): string | undefined {
+  const verdict = memoised('ca', pair, () => {
+    let cert: X509Certificate;
+    let key: KeyObject;
+    try {
+      cert = new X509Certificate(pair.cert);
+    } catch {
+      return { problems: [{ member: 'cert', message: 'is not a valid X.509 certificate' }] };
+    }
+    const pin = caCertHash(cert);
+    try {
+      key = createPrivateKey(pair.key);
+    } catch {
+      return { problems: [{ member: 'key', message: 'is not a valid private key' }], pin };
+    }
+    const found: PairVerdict['problems'] = [];
+    if (!cert.ca) found.push({ member: 'cert', message: 'is not a CA certificate (basicConstraints CA:TRUE is missing)' });
+    if (!cert.checkPrivateKey(key)) found.push({ member: 'key' });
+    return { problems: found, pin };
+  });
+  report(path, verdict, problems);
+  return verdict.pin;
 }
 
 /** Check the service-account pair: `cert` is the public key of `key`. */
 function checkServiceAccount(path: string, pair: KeyPair, problems: FieldProblem[]): void {
-  let pub: KeyObject;
-  let priv: KeyObject;
-  try {
-    pub = createPublicKey(pair.cert);
-  } catch {
-    problems.push({ path: `${path}.cert`, message: 'is not a valid public key' });
-    return;
-  }
-  try {
-    priv = createPrivateKey(pair.key);
-  } catch {
-    problems.push({ path: `${path}.key`, message: 'is not a valid private key' });
-    return;
-  }
-  const der = (k: KeyObject) => k.export({ type: 'spki', format: 'der' });
-  if (!der(pub).equals(der(createPublicKey(priv)))) problems.push({ path: `${path}.key`, message: `does not match ${path}.cert` });
+  const verdict = memoised('sa', pair, () => {
+    let pub: KeyObject;
+    let priv: KeyObject;
+    try {
+      pub = createPublicKey(pair.cert);
+    } catch {
+      return { problems: [{ member: 'cert', message: 'is not a valid public key' }] };
+    }
+    try {
+      priv = createPrivateKey(pair.key);
+    } catch {
+      return { problems: [{ member: 'key', message: 'is not a valid private key' }] };
+    }
+    const der = (k: KeyObject) => k.export({ type: 'spki', format: 'der' });
+    return { problems: der(pub).equals(der(createPublicKey(priv))) ? [] : [{ member: 'key' }] };
+  });
+  report(path, verdict, problems);
 }
 
 /**
@@ -109,12 +150,11 @@ export function checkRequest(req: NodeBootstrap): FieldProblem[] {
     }
   }
   if (certs) {
-    const ca = certs.ca ? checkCAPair('spec.cluster.certificates.ca', certs.ca, problems) : undefined;
+    const pin = certs.ca ? checkCAPair('spec.cluster.certificates.ca', certs.ca, problems) : undefined;
     if (certs.etcdCA) checkCAPair('spec.cluster.certificates.etcdCA', certs.etcdCA, problems);
     if (certs.frontProxyCA) checkCAPair('spec.cluster.certificates.frontProxyCA', certs.frontProxyCA, problems);
     if (certs.serviceAccount) checkServiceAccount('spec.cluster.certificates.serviceAccount', certs.serviceAccount, problems);
-    if (ca && cluster.caCertHashes) {
-      const pin = caCertHash(ca);
+    if (pin !== undefined && cluster.caCertHashes) {
       if (!cluster.caCertHashes.some((h) => h.toLowerCase() === pin)) {
         problems.push({ path: 'spec.cluster.caCertHashes', message: 'none matches the public key of spec.cluster.certificates.ca.cert' });
       }

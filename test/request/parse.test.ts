@@ -169,6 +169,27 @@ spec:
     assert.deepEqual(problems(notPem), ['spec.cluster.certificates.serviceAccount.key: must be one PEM PRIVATE KEY block']);
   });
 
+  it('remembers a checked pair by its PEM texts: the same verdict each time, under whichever field it sits', () => {
+    const init = example('init');
+    const certs = (init.spec.cluster as { certificates: Record<string, { cert: string; key: string }> }).certificates;
+    const mismatched = { cert: certs.ca!.cert, key: certs.etcdCA!.key };
+    const twice = structuredClone(init);
+    const tc = (twice.spec.cluster as { certificates: Record<string, { cert: string; key: string }> }).certificates;
+    tc.ca = { ...mismatched };
+    tc.etcdCA = { ...mismatched };
+    const expected = [
+      'spec.cluster.certificates.ca.key: does not match spec.cluster.certificates.ca.cert',
+      'spec.cluster.certificates.etcdCA.key: does not match spec.cluster.certificates.etcdCA.cert',
+    ];
+    // The first call checks the pair, the second and third answer from the memo.
+    for (let i = 0; i < 3; i++) assert.deepEqual(problems(twice), expected);
+    // The valid request stays valid after its pairs were remembered, and a changed key is checked afresh.
+    for (let i = 0; i < 2; i++) assert.equal(validateNodeBootstrap(init).spec.role, 'init');
+    const changed = structuredClone(init);
+    (changed.spec.cluster as { certificates: Record<string, { key: string }> }).certificates.frontProxyCA!.key = certs.ca!.key;
+    assert.deepEqual(problems(changed), ['spec.cluster.certificates.frontProxyCA.key: does not match spec.cluster.certificates.frontProxyCA.cert']);
+  });
+
   it('explains a command that YAML read as a mapping', () => {
     const text = `apiVersion: bootwright.dev/v1alpha1
 kind: NodeBootstrap
