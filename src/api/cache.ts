@@ -16,13 +16,10 @@
  * so a cache hit allocates no promise.
  */
 import { LRUCache } from 'lru-cache';
-import { type RenderResult, servedIgnitionVersion } from '../render.js';
+import type { RenderResult } from '../render.js';
 import type { RequestSyntax } from '../request/parse.js';
-import type { NodeBootstrap, OutputFormat } from '../request/schema.js';
-import { RENDERER_VERSION } from '../version.js';
+import type { NodeBootstrap } from '../request/schema.js';
 import { adoptRequest, type ValidatedRequest } from '../work/task.js';
-
-export { requestDigest } from '../work/task.js';
 
 /** Counters the metrics read (render level). */
 export interface CacheStats {
@@ -37,20 +34,12 @@ export interface KnownRequest {
   digest: string;
   /** The body's bytes (or the assembled request's JSON bytes): the request cache's charge, and how the pool sizes a render. */
   bytes: number;
-}
-
-/**
- * Key of one render of a request: renderer version, format, the Ignition spec served for
- * the one requested (requests naming different versions that are served the same spec
- * share it: `version=3.9.0` and `3.6.0`), the platform asked by the query (`-` for none
- * asked; `null` for limits turned off), the request's canonical digest (which covers
- * `spec.output`), and the boot report URL carried in the data (none for a bare render).
- * A plain string: the LRU hashes it itself.
- */
-export function renderKey(digest: string, format: OutputFormat, ignitionVersion: string | undefined, platform?: string | null, reportUrl?: string): string {
-  const version = ignitionVersion === undefined ? '' : (servedIgnitionVersion(ignitionVersion) ?? `?${ignitionVersion}`);
-  const report = reportUrl === undefined ? '' : `|${reportUrl}`;
-  return `${RENDERER_VERSION}|${format}|${version}|${platform === undefined ? '-' : String(platform)}|${digest}${report}`;
+  /**
+   * The render the worker made in the same trip as the parse or assembly (a task's
+   * `render`, src/work/task.ts), under its render-cache key: only on what the load that
+   * made it returns, never in the cache.
+   */
+  rendered?: { key: string; result: RenderResult };
 }
 
 /** The two LRUs. Cached objects are shared between requests and never mutated. */
@@ -118,7 +107,7 @@ export class RenderCache {
         .then((v) => {
           const entry: KnownRequest = { req: adoptRequest(v), digest: v.digest, bytes: v.bytes };
           this.requests?.set(key, entry);
-          return entry;
+          return v.rendered ? { ...entry, rendered: v.rendered } : entry;
         })
         .finally(() => this.loadingRequests.delete(key));
       this.loadingRequests.set(key, loading);
@@ -131,6 +120,18 @@ export class RenderCache {
     const hit = this.renders?.get(key);
     if (hit) this.stats.hits++;
     return hit;
+  }
+
+  /**
+   * Cache a render made elsewhere (a worker's, in the trip that parsed the request) under
+   * `key`, counted as the miss it was; a render cached meanwhile under `key` wins.
+   */
+  adoptRender(key: string, result: RenderResult): RenderResult {
+    const cached = this.renders?.get(key);
+    if (cached) return cached;
+    this.stats.misses++;
+    this.renders?.set(key, result);
+    return result;
   }
 
   /** Whether a render for `key` is cached (not counted, not made recent). */

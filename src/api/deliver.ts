@@ -6,16 +6,13 @@
  */
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
-import { DEFAULT_FORMAT, FORMATS, formatNamed } from '../provision/formats.js';
-import { targetOs } from '../provision/plan/os.js';
-import type { TargetOs } from '../provision/plan/types.js';
-import { formatsServedFor } from '../provision/registry.js';
+import { FORMATS, formatNamed } from '../provision/formats.js';
 import { GZIP_MEDIA_TYPE, type RenderOptions, type RenderResult } from '../render.js';
-import { OUTPUT_FORMATS, type OutputFormat, PLATFORMS, type Platform } from '../request/schema.js';
-import { type KnownRequest, renderKey } from './cache.js';
-import { ENVELOPE_MEDIA_TYPE, negotiate, type Negotiated } from './negotiate.js';
+import { OUTPUT_FORMATS, PLATFORMS } from '../request/schema.js';
+import type { KnownRequest } from './cache.js';
+import { ENVELOPE_MEDIA_TYPE, type Negotiated } from './negotiate.js';
+import { type DeliveryQuery, type RenderPlan, renderPlan } from './render-plan.js';
 import type { ServiceContext } from './server.js';
 import { portable } from '../work/task.js';
 
@@ -100,18 +97,6 @@ export function noneMatch(header: string | undefined, etag: string): boolean {
   return header.split(',').some((t) => t.trim().replace(/^W\//, '') === ours);
 }
 
-/**
- * What a bootstrap-data route's query may ask (`?format=`, `?ignitionVersion=`,
- * `?platform=`); `platform: null` turns platform limits off (a pointer's target).
- */
-export interface DeliveryQuery {
-  format?: OutputFormat | undefined;
-  ignitionVersion?: string | undefined;
-  platform?: Platform | null | undefined;
-  /** The machine's signed boot report URL, carried in the data (routes that serve a stored machine). */
-  reportUrl?: string | undefined;
-}
-
 /** What a served render's answer needs, computed once per cached render (bytes, digests, ETags). */
 interface Wire {
   /** The payload as sent. */
@@ -148,75 +133,24 @@ function envelopeWire(result: RenderResult): { bytes: Buffer; etag: string } {
   return w.envelope;
 }
 
-/** Negotiation outcomes by (query format, Accept, default format, node OS): a handful of distinct clients ask the same way every time. */
-const negotiated = new LRUCache<string, Negotiated>({ max: 256 });
-
-/** The formats a node of each OS can get (registry), computed once. */
-const servable: Record<TargetOs, OutputFormat[]> = { linux: formatsServedFor('linux'), windows: formatsServedFor('windows') };
-
-function negotiateOnce(queryFormat: OutputFormat | undefined, accept: string | undefined, fallback: OutputFormat, os: TargetOs): Negotiated {
-  // Long or odd headers are negotiated afresh (and never cached): the cache holds the common few.
-  if (accept !== undefined && accept.length > 256) return negotiate(queryFormat, accept, fallback, undefined, servable[os]);
-  const key = `${queryFormat ?? ''}|${fallback}|${os}|${accept ?? ''}`;
-  let n = negotiated.get(key);
-  if (!n) {
-    n = negotiate(queryFormat, accept, fallback, undefined, servable[os]);
-    negotiated.set(key, n);
-  }
-  return n;
-}
-
 /**
- * The Ignition spec an Ignition client's Accept asks for (its `version=`), or
- * `?ignitionVersion=`, which wins; undefined when neither names one or nothing is acceptable.
- */
-export function askedIgnitionVersion(accept: string | undefined, ignitionVersion: string | undefined): string | undefined {
-  if (ignitionVersion !== undefined) return ignitionVersion;
-  try {
-    return negotiateOnce('ignition', accept, 'ignition', 'linux').ignitionVersion;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The render of a known request for what the client negotiated: the cache key and the
- * options {@link renderNodeBootstrap} takes.
- *
- * @throws NotAcceptableError (406) when nothing acceptable is offered.
- */
-export function renderPlan(known: KnownRequest, accept: string | undefined, query: DeliveryQuery): { n: Negotiated; key: string; shareKey: string; options: RenderOptions } {
-  const n = negotiateOnce(query.format, accept, known.req.spec.output?.format ?? DEFAULT_FORMAT, targetOs(known.req).os);
-  const requestedVersion = query.ignitionVersion ?? n.ignitionVersion;
-  const key = renderKey(known.digest, n.format, requestedVersion, query.platform, query.reportUrl);
-  const versionField = query.ignitionVersion ? 'ignitionVersion' : 'Accept';
-  return {
-    n,
-    key,
-    shareKey: requestedVersion === undefined ? key : `${key}|${versionField}|${requestedVersion}`,
-    options: {
-      format: n.format,
-      ...(query.reportUrl !== undefined ? { reportUrl: query.reportUrl } : {}),
-      ...(query.platform !== undefined ? { platform: query.platform, platformField: 'platform' } : {}),
-      ...(requestedVersion !== undefined ? { ignitionVersion: requestedVersion, ignitionVersionField: versionField } : {}),
-    },
-  };
-}
-
-/**
- * Render a known request with these options through the render cache: a hit at once,
- * a miss in the worker pool (src/work/pool.ts), sized by the request's bytes (a small
- * one renders on the main thread, see `BOOTWRIGHT_RENDER_INLINE_BYTES`).
+ * Render a known request with these options through the render cache: a hit at once;
+ * a miss the worker already rendered for this plan, in the trip that parsed or assembled
+ * the request (`known.rendered`), cached at once; another miss in the worker pool
+ * (src/work/pool.ts), sized by the request's bytes (a small one renders on the main
+ * thread, see `BOOTWRIGHT_RENDER_INLINE_BYTES`).
  *
  * @param background a render nobody waits for (pre-rendering): always in a worker, and
  *   not counted as demand; a request's miss is noted so pre-rendering steps aside
  *   (`Prerenderer.noteDemand`, src/api/prerender.ts).
  * @throws as {@link renderNodeBootstrap}; RenderOverloadedError and RenderTimeoutError (503).
  */
-export function cachedRender(ctx: ServiceContext, known: KnownRequest, plan: { key: string; shareKey: string; options: RenderOptions }, background = false): RenderResult | Promise<RenderResult> {
+export function cachedRender(ctx: ServiceContext, known: KnownRequest, plan: Omit<RenderPlan, 'n'>, background = false): RenderResult | Promise<RenderResult> {
   const hit = ctx.cache.peekRender(plan.key);
   if (hit) return hit;
   if (!background) ctx.prerender.noteDemand();
+  // Rendered by the worker in the trip that parsed or assembled the request, for this very plan.
+  if (known.rendered?.key === plan.key) return ctx.cache.adoptRender(plan.key, known.rendered.result);
   return ctx.cache.render(plan.key, () => ctx.pool.run({ op: 'render', request: portable(known.req), options: plan.options }, background ? Number.POSITIVE_INFINITY : known.bytes), plan.shareKey);
 }
 
@@ -259,12 +193,12 @@ export function sendBootstrapData(
 ): void | Promise<void> {
   reply.header('vary', 'Accept');
   const plan = renderPlan(known, request.headers.accept, query);
-  const hit = ctx.cache.peekRender(plan.key);
-  if (hit) {
-    send(ctx, request, reply, plan.n, hit, beforeSend);
+  const rendered = cachedRender(ctx, known, plan);
+  if (!(rendered instanceof Promise)) {
+    send(ctx, request, reply, plan.n, rendered, beforeSend);
     return;
   }
-  return (cachedRender(ctx, known, plan) as Promise<RenderResult>).then((result) => send(ctx, request, reply, plan.n, result, beforeSend));
+  return rendered.then((result) => send(ctx, request, reply, plan.n, result, beforeSend));
 }
 
 /** Send a render as negotiated: 200 with the payload and its ETag, or 304; `beforeSend` first. */

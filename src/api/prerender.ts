@@ -33,7 +33,9 @@ import { bootFormat } from '../boot/ipxe.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { IGNITION_MEDIA_TYPE, servedIgnitionVersion } from '../render.js';
 import { machineParts, assembledRequest } from './routes/bootstrap.js';
-import { cachedRender, renderPlan } from './deliver.js';
+import { cachedRender } from './deliver.js';
+import { renderPlan } from './render-plan.js';
+import type { FollowingRender } from '../work/task.js';
 import { reportUrlFor } from './signing.js';
 import type { ServiceContext } from './server.js';
 
@@ -173,16 +175,18 @@ export class Prerenderer {
   private async render(name: string): Promise<void> {
     try {
       const parts = await machineParts(this.ctx.store, name, undefined);
-      const known = await assembledRequest(this.ctx, parts, true);
       // The report URL a fetch URL signed now carries (src/api/signing.ts): known ahead
       // only with a public URL (else it takes the Host of the fetch).
       const base = this.ctx.config.publicUrl;
       const exp = String(Math.floor(Date.now() / 1000) + this.ctx.signing.lifetimeSeconds);
       const report = base === undefined ? {} : { reportUrl: reportUrlFor(this.ctx, base, name, exp) };
-      const plans =
+      // What a boot asks (Accept and query), per variant; the first is rendered with the assembly.
+      const asks: FollowingRender[] =
         bootFormat(parts.profile.spec.output?.format) === 'ignition'
-          ? this.versions.map((v) => renderPlan(known, `${IGNITION_MEDIA_TYPE};version=${v}`, { format: 'ignition', ...report }))
-          : [renderPlan(known, undefined, { format: 'cloud-config', ...report })];
+          ? this.versions.map((v) => ({ accept: `${IGNITION_MEDIA_TYPE};version=${v}`, query: { format: 'ignition', ...report } }))
+          : [{ accept: undefined, query: { format: 'cloud-config', ...report } }];
+      const known = await assembledRequest(this.ctx, parts, true, asks[0]);
+      const plans = asks.map((ask) => renderPlan(known, ask.accept, ask.query));
       for (const plan of plans) {
         if (this.ctx.cache.hasRender(plan.key)) continue;
         await cachedRender(this.ctx, known, plan, true);

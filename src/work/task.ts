@@ -1,7 +1,8 @@
 /**
  * The work a render worker does (issue 15): parse and validate a request body, assemble
  * a stored machine's request, or render a validated request with given options
- * ({@link renderNodeBootstrap}). One function, {@link runTask}, runs a task wherever it
+ * ({@link renderNodeBootstrap}); a parse or an assembly may render its request in the
+ * same trip ({@link FollowingRender}). One function, {@link runTask}, runs a task wherever it
  * is called: in a worker thread (src/work/worker.ts), or inline on the calling thread
  * (the CLI, small requests, a pool of 0 workers), so the bytes are the same whichever
  * thread renders.
@@ -23,6 +24,7 @@ import { clusterApiOrigin, type PathRewrite, rememberClusterApiOrigin } from '..
 import { parseNodeBootstrap, type RequestSyntax } from '../request/parse.js';
 import type { NodeBootstrap } from '../request/schema.js';
 import { AssemblyError, type AssemblyParts, machineNodeBootstrap } from '../store/assemble.js';
+import { type DeliveryQuery, renderPlan } from '../api/render-plan.js';
 
 /** A validated request as it crosses threads: the request and its Cluster API origin, if any. */
 export interface PortableRequest {
@@ -37,21 +39,35 @@ export interface ValidatedRequest extends PortableRequest {
   digest: string;
   /** Bytes charged against the request cache: the body's UTF-8 length, or the assembled request's JSON length. */
   bytes: number;
+  /** The render a task's `render` asked for, under its render-cache key (absent when it could not be made: the caller's own render then reports why). */
+  rendered?: { key: string; result: RenderResult };
 }
 
-/** Parse and validate a request body (`parseNodeBootstrap`). */
+/**
+ * The render a client will ask of the request a parse or an assembly yields, given as
+ * what it negotiates with ({@link renderPlan}): made in the same trip, so a miss costs
+ * one worker round trip, not two.
+ */
+export interface FollowingRender {
+  accept: string | undefined;
+  query: DeliveryQuery;
+}
+
+/** Parse and validate a request body (`parseNodeBootstrap`); then, if asked, render it. */
 export interface ParseTask {
   op: 'parse';
   text: string;
   syntax: RequestSyntax;
   limits: DocumentLimits;
+  render?: FollowingRender;
 }
 
-/** Assemble and validate a stored machine's request (`machineNodeBootstrap`). */
+/** Assemble and validate a stored machine's request (`machineNodeBootstrap`); then, if asked, render it. */
 export interface AssembleTask {
   op: 'assemble';
   parts: AssemblyParts;
   limits: DocumentLimits;
+  render?: FollowingRender;
 }
 
 /** Render a validated request with these options (`renderNodeBootstrap`). */
@@ -103,8 +119,18 @@ export function portable(req: NodeBootstrap): PortableRequest {
   return origin ? { req, origin } : { req };
 }
 
-function validated(req: NodeBootstrap, bytes: number): ValidatedRequest {
-  return { ...portable(req), digest: requestDigest(req), bytes };
+function validated(req: NodeBootstrap, bytes: number, then: FollowingRender | undefined): ValidatedRequest {
+  const v: ValidatedRequest = { ...portable(req), digest: requestDigest(req), bytes };
+  if (!then) return v;
+  try {
+    // The plan the routes make from the same inputs, so the key is theirs (src/api/render-plan.ts).
+    const plan = renderPlan(v, then.accept, then.query);
+    return { ...v, rendered: { key: plan.key, result: renderNodeBootstrap(req, plan.options) } };
+  } catch {
+    // Not acceptable, or not renderable: the request itself is valid, and the caller's
+    // own negotiation and render report the problem as they would without this.
+    return v;
+  }
 }
 
 /**
@@ -117,11 +143,11 @@ function validated(req: NodeBootstrap, bytes: number): ValidatedRequest {
 export function runTask<T extends Task>(task: T): TaskValue<T> {
   switch (task.op) {
     case 'parse':
-      return validated(parseNodeBootstrap(task.text, task.syntax, task.limits), Buffer.byteLength(task.text)) as TaskValue<T>;
+      return validated(parseNodeBootstrap(task.text, task.syntax, task.limits), Buffer.byteLength(task.text), task.render) as TaskValue<T>;
     case 'assemble': {
       const req = machineNodeBootstrap(task.parts, task.limits);
       // Stored specs are JSON values (no binary), so their JSON size is the charge.
-      return validated(req, Buffer.byteLength(JSON.stringify(req))) as TaskValue<T>;
+      return validated(req, Buffer.byteLength(JSON.stringify(req)), task.render) as TaskValue<T>;
     }
     case 'render':
       return renderNodeBootstrap(adoptRequest(task.request), task.options) as TaskValue<T>;

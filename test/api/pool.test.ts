@@ -32,6 +32,35 @@ describe('POST /v1/render with a worker pool', () => {
     }
   });
 
+  it('renders a new body in the trip that parses it: one worker task per miss', async () => {
+    const { app } = await testService({ renderWorkers: 1 });
+    const count = async (name: string) => Number(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\d+)$`, 'm').exec((await app.inject({ url: '/metrics' })).body)?.[1] ?? 'NaN');
+    const ask = (body: unknown, accept: string) =>
+      app.inject({ method: 'POST', url: '/v1/render', headers: { authorization: `Bearer ${RENDERER}`, accept, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+    try {
+      const first = await ask(example('init'), 'text/cloud-config');
+      assert.equal(first.statusCode, 200, first.body);
+      assert.equal(await count('bootwright_render_tasks_total{outcome="pool"}'), 1);
+      assert.equal(await count('bootwright_render_cache_misses_total'), 1);
+      // The same body asked another way: parsed already, one render task.
+      const ignition = await ask(example('init'), 'application/vnd.coreos.ignition+json;version=3.4.0');
+      assert.equal(ignition.statusCode, 200, ignition.body);
+      assert.equal(await count('bootwright_render_tasks_total{outcome="pool"}'), 2);
+      assert.equal(await count('bootwright_render_cache_misses_total'), 2);
+      // Asked again: a hit, no task.
+      const again = await ask(example('init'), 'text/cloud-config');
+      assert.ok(again.rawPayload.equals(first.rawPayload));
+      assert.equal(await count('bootwright_render_tasks_total{outcome="pool"}'), 2);
+      assert.equal(await count('bootwright_render_cache_hits_total'), 1);
+      // A new body nothing acceptable is offered for: parsed in one task, then the 406 as ever.
+      const refused = await ask({ ...example('init'), metadata: { name: 'other' } }, 'image/png');
+      assert.equal(refused.statusCode, 406, refused.body);
+      assert.equal(await count('bootwright_render_tasks_total{outcome="pool"}'), 3);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('sheds cache misses with 503 and Retry-After when the queue is full', async () => {
     const { app } = await testService({ renderWorkers: 1, renderQueue: 1, retryAfterSeconds: 7 });
     try {

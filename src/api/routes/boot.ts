@@ -41,7 +41,8 @@ import type { StatusEvent } from '../../store/status.js';
 import { type AuditInput, isRefusal } from '../../store/store.js';
 import { resourceName, type MachineSpec, type StoredResource } from '../../store/resources.js';
 import type { KnownRequest } from '../cache.js';
-import { askedIgnitionVersion, type DeliveryQuery, deliveryResponses, sendBootstrapData } from '../deliver.js';
+import { deliveryResponses, sendBootstrapData } from '../deliver.js';
+import { askedIgnitionVersion, type DeliveryQuery } from '../render-plan.js';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import { sendProblem, type ServiceContext, storageUnavailable } from '../server.js';
 import { reportUrlFor } from '../signing.js';
@@ -426,12 +427,12 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const refused = refuseVerdict(request, reply, IGNITION_PATH, verdict);
       if (refused) return refused;
       const parts = await machineParts(ctx.store, name, undefined);
-      const known = await assembledRequest(ctx, parts);
+      const query = { format: 'ignition' as const, ignitionVersion, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), name, exp) };
+      const known = await assembledRequest(ctx, parts, false, { accept: request.headers.accept, query });
       if (!(await firstFetch(request, reply, name, IGNITION_PATH, exp, sig))) return reply;
       if (!(await takeFetch(parts.machine))) return refuse(entry, reply, FETCH_LIMIT);
       // Signed, so a real machine's Ignition: later pre-renders render the spec it asked for.
       ctx.prerender.noteIgnitionVersion(askedIgnitionVersion(request.headers.accept, ignitionVersion));
-      const query = { format: 'ignition' as const, ignitionVersion, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), name, exp) };
       await sendTarget(ctx, request, reply, known, query, (result) => Object.assign(entry, servedAs(parts.machine.revision, result)));
       return reply;
     },
@@ -478,10 +479,10 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       if (refused) return refused;
       if (file === 'user-data') {
         const parts = await machineParts(ctx.store, id, undefined);
-        const known = await assembledRequest(ctx, parts);
+        const query = { format: 'cloud-config' as const, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), id, exp) };
+        const known = await assembledRequest(ctx, parts, false, { accept: request.headers.accept, query });
         if (!(await firstFetch(request, reply, id, route, exp, sig))) return reply;
         if (!(await takeFetch(parts.machine))) return refuse(entry, reply, FETCH_LIMIT);
-        const query = { format: 'cloud-config' as const, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), id, exp) };
         await sendTarget(ctx, request, reply, known, query, (result) => Object.assign(entry, servedAs(parts.machine.revision, result)));
         return reply;
       }

@@ -24,6 +24,7 @@ import { IGNITION_MEDIA_TYPE } from '../../render.js';
 import type { KnownRequest } from '../cache.js';
 import { deliveryHeaders, deliveryQuery, deliveryResponses, negotiatedRender, noneMatch, sendBootstrapData, strongEtag } from '../deliver.js';
 import type { ServiceContext } from '../server.js';
+import type { AssembleTask, FollowingRender } from '../../work/task.js';
 import { reportUrlFor } from '../signing.js';
 import { problemResponses } from './resources.js';
 
@@ -59,13 +60,16 @@ export const partsKey = ({ machine, cluster, profile }: AssemblyParts) => `${mac
  * assemble on the main thread.
  *
  * @param background an assembly nobody waits for (pre-rendering): always in a worker.
+ * @param render the render the caller will ask next (its Accept and query): on a miss,
+ *   made in the same trip (`known.rendered`, which {@link cachedRender} takes).
  * @throws AssemblyError (422) when the three do not make a valid NodeBootstrap; the
  *   pool's RenderOverloadedError, RenderTimeoutError (503).
  */
-export function assembledRequest(ctx: ServiceContext, parts: AssemblyParts, background = false): Promise<KnownRequest> {
+export function assembledRequest(ctx: ServiceContext, parts: AssemblyParts, background = false, render?: FollowingRender): Promise<KnownRequest> {
   return ctx.cache.assembled(partsKey(parts), () => {
     if (!background) ctx.prerender.noteDemand();
-    return ctx.pool.run({ op: 'assemble', parts, limits: documentLimits(ctx.config) }, background ? Number.POSITIVE_INFINITY : JSON.stringify(parts).length);
+    const task: AssembleTask = { op: 'assemble', parts, limits: documentLimits(ctx.config), ...(render ? { render } : {}) };
+    return ctx.pool.run(task, background ? Number.POSITIVE_INFINITY : JSON.stringify(parts).length);
   });
 }
 
@@ -150,7 +154,7 @@ export const bootstrapRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, c
         throw new RequestError([{ path: 'pointer', message: 'a pointer names the signed URL, which serves the current revisions only; leave out revision' }], 400);
       }
       const parts = await machineParts(ctx.store, request.params.name, request.query.revision);
-      const known = await assembledRequest(ctx, parts);
+      const known = await assembledRequest(ctx, parts, false, pointer ? undefined : { accept: request.headers.accept, query: request.query });
       if (pointer) await sendPointer(ctx, request, reply, parts.machine.name, known, request.query);
       else await sendBootstrapData(ctx, request, reply, known, request.query);
       return reply;

@@ -65,13 +65,14 @@ export const renderRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx,
     (request, reply) => {
       // The body arrives unparsed (see registerBodyParsers below): a repeated body is served
       // from the cache without parsing; a new one is parsed and validated exactly as the CLI does.
-      // Parsing and validation of a new body run in the worker pool, sized by the body.
+      // Parsing and validation of a new body run in the worker pool, sized by the body, and
+      // render it as this client negotiates in the same trip.
       const raw = request.body as unknown as RawBody;
       const key = ctx.cache.bodyKey(raw.text, raw.syntax);
       const known = ctx.cache.peekBody(key);
       if (known) return sendBootstrapData(ctx, request, reply, known, request.query);
       return ctx.cache
-        .request(key, () => ctx.pool.run({ op: 'parse', text: raw.text, syntax: raw.syntax, limits }, raw.text.length))
+        .request(key, () => ctx.pool.run({ op: 'parse', text: raw.text, syntax: raw.syntax, limits, render: { accept: request.headers.accept, query: request.query } }, raw.text.length))
         .then((loaded) => sendBootstrapData(ctx, request, reply, loaded, request.query));
     },
   );
