@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { FORMATS, formatNamed } from '../provision/formats.js';
-import { GZIP_MEDIA_TYPE, type RenderOptions, type RenderResult } from '../render.js';
+import { GZIP_MEDIA_TYPE, type RenderResult } from '../render.js';
 import { OUTPUT_FORMATS, PLATFORMS } from '../request/schema.js';
 import type { KnownRequest } from './cache.js';
 import { ENVELOPE_MEDIA_TYPE, type Negotiated } from './negotiate.js';
