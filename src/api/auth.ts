@@ -2,7 +2,7 @@
  * Bearer-token authentication with scopes (DESIGN §5). Tokens are kept and compared only
  * as SHA-256 hashes, in constant time; a token never reaches a log or an error.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Scope, TokenConfig } from '../config.js';
@@ -17,7 +17,8 @@ interface KnownToken extends Principal {
   hash: Buffer;
 }
 
-const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+// One-shot hashing (crypto.hash, Node 20.12): no Hash object per request.
+const sha256 = (text: string) => hash('sha256', text, 'buffer');
 
 /** File, under the data directory, that holds the generated admin token. */
 export const ADMIN_TOKEN_FILE = 'admin-token';

@@ -12,7 +12,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { createJsonSchemaTransform, createJsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { createJsonSchemaTransform, createJsonSchemaTransformObject, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { type Config, documentLimits, type Scope } from '../config.js';
 import { RequestError } from '../errors.js';
 import { AssemblyError } from '../store/assemble.js';
@@ -23,6 +23,8 @@ import type { Store } from '../store/store.js';
 import { hasScope, type Principal, TokenTable } from './auth.js';
 import { RenderCache } from './cache.js';
 import { lazyChildLogger } from './logger.js';
+import { routeValidator } from './validation.js';
+import { BodyDeadlines } from './deadlines.js';
 import { Prerenderer } from './prerender.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { NotAcceptableError, OFFERED_MEDIA_TYPES } from './negotiate.js';
@@ -359,7 +361,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       else void sendProblem(reply, 'malformed-request', 400, 'the request target is not a valid URL (bad percent-encoding)');
     },
   }).withTypeProvider<ZodTypeProvider>();
-  app.setValidatorCompiler(validatorCompiler);
+  app.setValidatorCompiler(routeValidator);
   registerBodyParsers(app, 'document', documentLimits(config));
   app.setSerializerCompiler(serializerCompiler);
   app.setNotFoundHandler((request, reply) => sendProblem(reply, 'not-found', 404, `no route for ${request.method} ${request.url.split('?')[0]!}`));
@@ -398,19 +400,20 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
 
   // Node's requestTimeout cuts a request whose headers are late, but not a body trickled
   // after them: that is cut here, requestTimeoutSeconds after the headers arrived (408
-  // problem, then the connection is closed).
+  // problem, then the connection is closed). One sweep over the bodies still arriving,
+  // not a timer per request (src/api/deadlines.ts).
   const requestTimeoutMs = Math.round(config.requestTimeoutSeconds * 1000);
+  const bodies = new BodyDeadlines(requestTimeoutMs, (request, reply) => {
+    reply.raw.once('finish', () => request.raw.socket.destroy());
+    void reply.header('connection', 'close');
+    sendProblem(reply, 'malformed-request', 408, `the request body was not received within ${config.requestTimeoutSeconds} s (BOOTWRIGHT_REQUEST_TIMEOUT_SECONDS)`);
+  });
+  app.addHook('onClose', (_app, done) => {
+    bodies.close();
+    done();
+  });
   app.addHook('onRequest', (request, reply, done) => {
-    if (!request.raw.complete) {
-      const timer = setTimeout(() => {
-        if (request.raw.complete || reply.sent) return;
-        reply.raw.once('finish', () => request.raw.socket.destroy());
-        void reply.header('connection', 'close');
-        sendProblem(reply, 'malformed-request', 408, `the request body was not received within ${config.requestTimeoutSeconds} s (BOOTWRIGHT_REQUEST_TIMEOUT_SECONDS)`);
-      }, requestTimeoutMs);
-      timer.unref();
-      reply.raw.once('close', () => clearTimeout(timer));
-    }
+    if (!request.raw.complete) bodies.watch(request, reply);
     done();
   });
   // On HTTPS, the plain-HTTP listener (plain.ts) serves the iPXE routes only.
