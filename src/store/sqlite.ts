@@ -67,9 +67,10 @@ export interface SqliteStoreOptions {
   /** The clock for timestamps (tests); default the system clock. */
   now?: () => Date;
   /**
-   * Milliseconds the boot routes' writes (`recordAudit`, `takeFetch`,
-   * `recordDiscovered`, `updateStatus`) may wait to be committed together in one transaction (each its
-   * own savepoint in it); each call resolves only once its transaction has committed.
+   * Milliseconds the boot routes' writes (`recordAudit`, `takeFetch`, `claimUrl`,
+   * `recordDiscovered`, `updateStatus`) may wait to be committed together in one
+   * transaction (each a single statement or its own savepoint in it); each call resolves
+   * only once its transaction has committed.
    * 0 (default): each is its own transaction at once.
    */
   batchMs?: number;
@@ -148,6 +149,13 @@ export async function openSqliteStore(path: string, options: SqliteStoreOptions 
 export class SqliteStore implements Store {
   private readonly statements;
 
+  /**
+   * The boot-route writes that take several statements, each a transaction made once
+   * (better-sqlite3 builds a transaction's wrappers on every `db.transaction` call):
+   * inside a batch each runs as a savepoint, so it is undone alone if it fails.
+   */
+  private readonly writes;
+
   private batch: Batched[] = [];
   /** `findMachinesBy`'s statements, by number of selector entries. */
   private readonly findBy = new Map<number, Database.Statement<string[], RevisionRow>>();
@@ -216,6 +224,34 @@ export class SqliteStore implements Store {
       deleteDiscovered: db.prepare<[number]>('DELETE FROM discovered WHERE id = ?'),
       enrol: db.prepare<[string, number]>('UPDATE discovered SET enrolled = ? WHERE id = ?'),
       ping: db.prepare('SELECT 1'),
+    };
+    const s = this.statements;
+    this.writes = {
+      audit: db.transaction((entry: AuditInput, bounds: AuditBounds) => {
+        s.insertAudit.run(...auditValues(entry, this.timestamp()));
+        if (!isRefusal(entry.status)) return;
+        const expired = bounds.retentionSeconds ? s.expireRefusals.run(before(this.now(), bounds.retentionSeconds)).changes : 0;
+        const count = s.countRefusals.get(1 - expired)!.count;
+        if (bounds.maxRefused !== undefined && count > bounds.maxRefused) s.countRefusals.get(-s.trimRefusals.run(count - bounds.maxRefused).changes);
+      }),
+      discovered: db.transaction((key: ReturnType<typeof discoveredKey>, bounds: DiscoveredBounds): DiscoveredMachine | undefined => {
+        const now = this.now();
+        if (bounds.retentionSeconds) s.expireDiscovered.run(before(now, bounds.retentionSeconds));
+        if (bounds.max !== undefined && !s.discoveredExists.get(key.mac, key.uuid, key.serial, key.hostname) && s.discoveredCount.get()!.n >= bounds.max) return undefined;
+        const at = now.toISOString();
+        const row = s.touchDiscovered.get(at, key.mac, key.uuid, key.serial, key.hostname) ?? s.insertDiscovered.get(key.mac, key.uuid, key.serial, key.hostname, at, at)!;
+        return toDiscovered(row);
+      }),
+      claim: db.transaction((key: string, machine: string, expiresAt: number): boolean => {
+        s.expireClaims.run(Math.floor(this.now().getTime() / 1000));
+        return s.claimUrl.run(key, machine, expiresAt).changes === 1;
+      }),
+      status: db.transaction((machine: string, event: StatusEvent): boolean => {
+        const row = s.getStatus.get(machine);
+        const { record, accepted } = applyEvent(row ? toStatusRecord(row) : undefined, event, this.timestamp());
+        if (accepted) s.putStatus.run(machine, record.phase, record.since, JSON.stringify(record));
+        return accepted;
+      }),
     };
   }
 
@@ -416,17 +452,8 @@ export class SqliteStore implements Store {
 
   /** @inheritdoc */
   recordAudit(entry: AuditInput, bounds: AuditBounds = {}): Promise<void> {
-    const s = this.statements;
     return this.write_(() => {
-      this.db
-        .transaction(() => {
-          s.insertAudit.run(...auditValues(entry, this.timestamp()));
-          if (!isRefusal(entry.status)) return;
-          const expired = bounds.retentionSeconds ? s.expireRefusals.run(before(this.now(), bounds.retentionSeconds)).changes : 0;
-          const count = s.countRefusals.get(1 - expired)!.count;
-          if (bounds.maxRefused !== undefined && count > bounds.maxRefused) s.countRefusals.get(-s.trimRefusals.run(count - bounds.maxRefused).changes);
-        })
-        .immediate();
+      this.writes.audit.immediate(entry, bounds);
     });
   }
 
@@ -436,16 +463,9 @@ export class SqliteStore implements Store {
   }
 
   /** @inheritdoc */
+  /** @inheritdoc A boot-route write: batched like the audit rows (resolves once committed). */
   claimUrl(key: string, machine: string, expiresAt: number): Promise<boolean> {
-    const s = this.statements;
-    return settle(() =>
-      this.db
-        .transaction(() => {
-          s.expireClaims.run(Math.floor(this.now().getTime() / 1000));
-          return s.claimUrl.run(key, machine, expiresAt).changes === 1;
-        })
-        .immediate(),
-    );
+    return this.write_(() => this.writes.claim.immediate(key, machine, expiresAt));
   }
 
   /** @inheritdoc */
@@ -467,25 +487,13 @@ export class SqliteStore implements Store {
 
   /** @inheritdoc */
   recordDiscovered(identity: MachineIdentity, bounds: DiscoveredBounds = {}): Promise<DiscoveredMachine | undefined> {
-    const s = this.statements;
     let key: ReturnType<typeof discoveredKey>;
     try {
       key = discoveredKey(identity);
     } catch (e) {
       return Promise.reject(e instanceof Error ? e : new Error(String(e)));
     }
-    return this.write_(() =>
-      this.db
-        .transaction(() => {
-          const now = this.now();
-          if (bounds.retentionSeconds) s.expireDiscovered.run(before(now, bounds.retentionSeconds));
-          if (bounds.max !== undefined && !s.discoveredExists.get(key.mac, key.uuid, key.serial, key.hostname) && s.discoveredCount.get()!.n >= bounds.max) return undefined;
-          const at = now.toISOString();
-          const row = s.touchDiscovered.get(at, key.mac, key.uuid, key.serial, key.hostname) ?? s.insertDiscovered.get(key.mac, key.uuid, key.serial, key.hostname, at, at)!;
-          return toDiscovered(row);
-        })
-        .immediate(),
-    );
+    return this.write_(() => this.writes.discovered.immediate(key, bounds));
   }
 
   /** @inheritdoc */
@@ -512,17 +520,7 @@ export class SqliteStore implements Store {
 
   /** @inheritdoc A boot-route write: batched like the audit rows (resolves once committed). */
   updateStatus(machine: string, event: StatusEvent): Promise<boolean> {
-    const s = this.statements;
-    return this.write_(() =>
-      this.db
-        .transaction(() => {
-          const row = s.getStatus.get(machine);
-          const { record, accepted } = applyEvent(row ? toStatusRecord(row) : undefined, event, this.timestamp());
-          if (accepted) s.putStatus.run(machine, record.phase, record.since, JSON.stringify(record));
-          return accepted;
-        })
-        .immediate(),
-    );
+    return this.write_(() => this.writes.status.immediate(machine, event));
   }
 
   /** @inheritdoc */
@@ -552,9 +550,10 @@ export class SqliteStore implements Store {
   /**
    * Run a boot-route write: at once (no batching), or in the next batch, resolving once
    * the batch's transaction has committed (see {@link SqliteStoreOptions.batchMs}).
-   * Inside the batch, `run`'s own `transaction(...).immediate()` is a savepoint, so a
-   * write that fails is undone alone and rejects alone; a commit that fails rejects them
-   * all (none was acknowledged).
+   * `run` is atomic by itself: one statement (SQLite undoes a failing statement alone),
+   * or one of {@link writes}, a savepoint inside the batch. So a write that fails is
+   * undone alone and rejects alone; a commit that fails rejects them all (none was
+   * acknowledged).
    */
   private write_<T>(run: () => T): Promise<T> {
     if (this.batchMs <= 0) return settle(run);
@@ -578,7 +577,7 @@ export class SqliteStore implements Store {
         .transaction(() => {
           for (const w of batch) {
             try {
-              outcomes.push({ value: this.db.transaction(w.run)() });
+              outcomes.push({ value: w.run() });
             } catch (e) {
               outcomes.push({ error: e instanceof Error ? e : new Error(String(e)) });
             }

@@ -46,6 +46,9 @@ describe('SQLite batched boot-route writes', () => {
       const audits = Array.from({ length: 30 }, (_, i) => store.recordAudit({ machine: 'm1', route: '/ignition', client: '127.0.0.1', status: 200, at: `2026-01-01T00:00:${String(i).padStart(2, '0')}.000Z` }));
       // A write that fails (NOT NULL) rejects alone; its neighbours in the batch commit.
       const bad = store.recordAudit({ machine: null as unknown as string, route: '/ignition', client: '127.0.0.1', status: 200 });
+      // A signed URL is claimed once, however many of its fetches share the batch.
+      const claims = Array.from({ length: 5 }, () => store.claimUrl('url-1', 'm1', 4_000_000_000));
+      assert.deepEqual(await Promise.all(claims), [true, false, false, false, false]);
       const taken = await Promise.all(takes);
       assert.equal(taken.filter(Boolean).length, 25);
       assert.deepEqual(taken.slice(25), Array.from({ length: 15 }, () => false));
