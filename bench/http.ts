@@ -94,6 +94,11 @@ export async function httpBenchmark(
       url: `http://127.0.0.1:${port}/v1/render`,
       requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, body: JSON.stringify({ ...doc, metadata: { name: `bench-${n++}` } }) }) }],
     });
+    // Every server warmed the same way before its misses are measured (the default one
+    // also served the hits above): two seconds of misses of each body.
+    for (const port of [ours.port, inline.port, allPooled.port]) {
+      for (const doc of [worker, init]) await autocannon({ ...missLoad(port, doc), duration: 2 });
+    }
     // Small bodies (examples/worker.yaml, 0.9 KB): under the inline threshold by default.
     const miss = await load_('miss, worker body, default (inline threshold 4096)', missLoad(ours.port, worker));
     const missInline = await load_('miss, worker body, inline (0 workers)', missLoad(inline.port, worker));

@@ -78,6 +78,7 @@ if (run('storm')) {
   );
   console.log(`first-boot /ignition p99 / repeated boot's: ${f(p99(pr.first, '/ignition') / p99(pr.repeat, '/ignition'), 2)} (aim ≤ 1.5)`);
   console.log(`SQLite storm p99 per route (before issue 15, 10,000 machines: /boot.ipxe 1186.1, /ipxe 5624.9, /ignition 716.4 ms on a loaded machine; aim < 300 ms): ${['/boot.ipxe', '/ipxe', '/ignition'].map((n) => `${n} ${f(p99(sq, n), 1)}`).join(', ')}`);
+  console.log(`SQLite storm p99 per route, pre-rendered first boot (the machines registered before they boot, as in a deployment; aim < 300 ms): ${['/boot.ipxe', '/ipxe', '/ignition'].map((n) => `${n} ${f(p99(pr.first, n), 1)}`).join(', ')}; ${f(pr.first.totalSeconds, 1)} s`);
   console.log(`SQLite: /ignition ${f(s.ignitionRps, 0)} req/s vs POST /v1/render cache hit ${f(s.renderHitRps, 0)} req/s: ratio ${f(s.ignitionRps / s.renderHitRps, 2)}`);
 }
 
