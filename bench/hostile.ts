@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as hostile from '../test/hostile/inputs.js';
 import { freePort } from './net.js';
+import { reapOnExit } from './serve.js';
 
 /** One hostile request's figures. */
 export interface HostileFigure {
@@ -133,6 +134,7 @@ export async function hostileBenchmark(): Promise<HostileFigure[]> {
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  reapOnExit(child);
   try {
     for (let i = 0; ; i++) {
       if (child.exitCode !== null) throw new Error(`server exited ${child.exitCode}`);

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { freePort } from './net.js';
+import { reapOnExit } from './serve.js';
 import { load } from 'js-yaml';
 
 /** One measured load. */
@@ -28,6 +29,7 @@ const TOKEN = 'bench-token-0123456789abcdef';
 /** Start a server process; resolves once it answers on `port`. */
 async function start(args: string[], port: number, env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number }> {
   const child = spawn(process.execPath, ['--import', 'tsx', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  reapOnExit(child);
   for (let i = 0; i < 100; i++) {
     if (child.exitCode !== null) throw new Error(`server exited ${child.exitCode}`);
     try {

@@ -10,6 +10,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 /** The admin token every benchmark server accepts. */
 export const BENCH_TOKEN = 'bench-admin-token-0123456789abcdef';
 
+/**
+ * Kill `child` (SIGKILL) if this process exits first: a bench that dies (an uncaught
+ * error, its output pipe closed by `| head`) takes its servers with it, where an orphan
+ * would go on loading the cores every later figure shares.
+ */
+export function reapOnExit(child: ChildProcess): void {
+  const reap = () => child.kill('SIGKILL');
+  process.once('exit', reap);
+  child.once('exit', () => process.removeListener('exit', reap));
+}
+
 /** A running service process. */
 export interface BenchServer {
   child: ChildProcess;
@@ -43,6 +54,7 @@ export async function startServe(port: number, env: Record<string, string>): Pro
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  reapOnExit(child);
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited (${String(child.exitCode ?? child.signalCode)})`);
