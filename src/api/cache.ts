@@ -19,7 +19,7 @@ import { LRUCache } from 'lru-cache';
 import type { RenderResult } from '../render.js';
 import type { RequestSyntax } from '../request/parse.js';
 import type { NodeBootstrap } from '../request/schema.js';
-import { adoptRequest, type ValidatedRequest } from '../work/task.js';
+import { adoptRequest, type FollowedRender, type ValidatedRequest } from '../work/task.js';
 
 /** Counters the metrics read (render level). */
 export interface CacheStats {
@@ -39,7 +39,7 @@ export interface KnownRequest {
    * `render`, src/work/task.ts), under its render-cache key: only on what the load that
    * made it returns, never in the cache.
    */
-  rendered?: { key: string; result: RenderResult };
+  rendered?: FollowedRender;
 }
 
 /** The two LRUs. Cached objects are shared between requests and never mutated. */

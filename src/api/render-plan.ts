@@ -27,7 +27,6 @@ export interface DeliveryQuery {
   reportUrl?: string | undefined;
 }
 
-
 /**
  * Key of one render of a request: renderer version, format, the Ignition spec served for
  * the one requested (requests naming different versions that are served the same spec
@@ -36,7 +35,7 @@ export interface DeliveryQuery {
  * `spec.output`), and the boot report URL carried in the data (none for a bare render).
  * A plain string: the LRU hashes it itself.
  */
-export function renderKey(digest: string, format: OutputFormat, ignitionVersion: string | undefined, platform?: string | null, reportUrl?: string): string {
+function renderKey(digest: string, format: OutputFormat, ignitionVersion: string | undefined, platform?: string | null, reportUrl?: string): string {
   const version = ignitionVersion === undefined ? '' : (servedIgnitionVersion(ignitionVersion) ?? `?${ignitionVersion}`);
   const report = reportUrl === undefined ? '' : `|${reportUrl}`;
   return `${RENDERER_VERSION}|${format}|${version}|${platform === undefined ? '-' : String(platform)}|${digest}${report}`;

@@ -462,7 +462,6 @@ export class SqliteStore implements Store {
     return settle(() => this.statements.audit.all(machine, checkLimit(options.limit)).map(toAuditEntry));
   }
 
-  /** @inheritdoc */
   /** @inheritdoc A boot-route write: batched like the audit rows (resolves once committed). */
   claimUrl(key: string, machine: string, expiresAt: number): Promise<boolean> {
     return this.write_(() => this.writes.claim.immediate(key, machine, expiresAt));

@@ -39,8 +39,14 @@ export interface ValidatedRequest extends PortableRequest {
   digest: string;
   /** Bytes charged against the request cache: the body's UTF-8 length, or the assembled request's JSON length. */
   bytes: number;
-  /** The render a task's `render` asked for, under its render-cache key (absent when it could not be made: the caller's own render then reports why). */
-  rendered?: { key: string; result: RenderResult };
+  /** The render a task's `render` asked for (absent when it could not be made: the caller's own render then reports why). */
+  rendered?: FollowedRender;
+}
+
+/** A render made in the trip of a parse or an assembly, under its render-cache key. */
+export interface FollowedRender {
+  key: string;
+  result: RenderResult;
 }
 
 /**
