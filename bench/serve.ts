@@ -34,10 +34,13 @@ export interface BenchServer {
  * @param env extra BOOTWRIGHT_* variables: BOOTWRIGHT_DATA_DIR, and
  *   BOOTWRIGHT_DATABASE_URL / BOOTWRIGHT_URL_SIGNING_KEY / BOOTWRIGHT_PUBLIC_URL (the
  *   proxy's; default the server's own address) for PostgreSQL replicas.
+ * `BENCH_SERVE_NODE_ARGS` (space-separated) goes before the script: Node flags for
+ * profiling a bench's servers, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
  * @throws Error when the process exits or is not ready in time (it is killed).
  */
 export async function startServe(port: number, env: Record<string, string>): Promise<BenchServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+  const nodeArgs = (process.env.BENCH_SERVE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/cli.ts', 'serve'], {
     env: {
       ...process.env,
       BOOTWRIGHT_HOST: '127.0.0.1',

@@ -418,11 +418,18 @@ export class PostgresStore implements Store {
   }
 
   /** @inheritdoc */
-  async recordAudit(entry: AuditInput, bounds: AuditBounds = {}): Promise<void> {
+  async recordAudit(entry: AuditInput, bounds: AuditBounds = {}, event?: StatusEvent): Promise<void> {
     const values = auditValues(entry, this.timestamp());
     const insert = `INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (${values.map((_v, i) => `$${i + 1}`).join(', ')})`;
     if (!isRefusal(entry.status)) {
-      await this.pool.query(insert, values);
+      if (!event) {
+        await this.pool.query(insert, values);
+        return;
+      }
+      await this.transaction(async (client) => {
+        await client.query(insert, values);
+        await this.applyStatus(client, entry.machine, event);
+      });
       return;
     }
     // The refusal counter row is updated (and locked) in every such transaction, so
@@ -528,19 +535,22 @@ export class PostgresStore implements Store {
 
   /** @inheritdoc */
   async updateStatus(machine: string, event: StatusEvent): Promise<boolean> {
-    return this.transaction(async (client) => {
-      // One writer per machine status at a time, on every replica.
-      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`status/${machine}`]);
-      const row = (await client.query<StatusRow>('SELECT * FROM machine_status WHERE machine = $1', [machine])).rows[0];
-      const { record, accepted } = applyEvent(row ? toStatusRecord(row) : undefined, event, this.timestamp());
-      if (accepted) {
-        await client.query(
-          'INSERT INTO machine_status (machine, phase, since, record) VALUES ($1, $2, $3, $4) ON CONFLICT (machine) DO UPDATE SET phase = excluded.phase, since = excluded.since, record = excluded.record',
-          [machine, record.phase, record.since, JSON.stringify(record)],
-        );
-      }
-      return accepted;
-    });
+    return this.transaction((client) => this.applyStatus(client, machine, event));
+  }
+
+  /** Apply a lifecycle event inside a transaction; false when it was refused ({@link Store.updateStatus}). */
+  private async applyStatus(client: pg.PoolClient, machine: string, event: StatusEvent): Promise<boolean> {
+    // One writer per machine status at a time, on every replica.
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`status/${machine}`]);
+    const row = (await client.query<StatusRow>('SELECT * FROM machine_status WHERE machine = $1', [machine])).rows[0];
+    const { record, accepted } = applyEvent(row ? toStatusRecord(row) : undefined, event, this.timestamp());
+    if (accepted) {
+      await client.query(
+        'INSERT INTO machine_status (machine, phase, since, record) VALUES ($1, $2, $3, $4) ON CONFLICT (machine) DO UPDATE SET phase = excluded.phase, since = excluded.since, record = excluded.record',
+        [machine, record.phase, record.since, JSON.stringify(record)],
+      );
+    }
+    return accepted;
   }
 
   /** @inheritdoc */

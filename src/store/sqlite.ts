@@ -226,10 +226,19 @@ export class SqliteStore implements Store {
       ping: db.prepare('SELECT 1'),
     };
     const s = this.statements;
+    const applyStatus = (machine: string, event: StatusEvent): boolean => {
+      const row = s.getStatus.get(machine);
+      const { record, accepted } = applyEvent(row ? toStatusRecord(row) : undefined, event, this.timestamp());
+      if (accepted) s.putStatus.run(machine, record.phase, record.since, JSON.stringify(record));
+      return accepted;
+    };
     this.writes = {
-      audit: db.transaction((entry: AuditInput, bounds: AuditBounds) => {
+      audit: db.transaction((entry: AuditInput, bounds: AuditBounds, event: StatusEvent | undefined) => {
         s.insertAudit.run(...auditValues(entry, this.timestamp()));
-        if (!isRefusal(entry.status)) return;
+        if (!isRefusal(entry.status)) {
+          if (event) applyStatus(entry.machine, event);
+          return;
+        }
         const expired = bounds.retentionSeconds ? s.expireRefusals.run(before(this.now(), bounds.retentionSeconds)).changes : 0;
         const count = s.countRefusals.get(1 - expired)!.count;
         if (bounds.maxRefused !== undefined && count > bounds.maxRefused) s.countRefusals.get(-s.trimRefusals.run(count - bounds.maxRefused).changes);
@@ -246,12 +255,7 @@ export class SqliteStore implements Store {
         s.expireClaims.run(Math.floor(this.now().getTime() / 1000));
         return s.claimUrl.run(key, machine, expiresAt).changes === 1;
       }),
-      status: db.transaction((machine: string, event: StatusEvent): boolean => {
-        const row = s.getStatus.get(machine);
-        const { record, accepted } = applyEvent(row ? toStatusRecord(row) : undefined, event, this.timestamp());
-        if (accepted) s.putStatus.run(machine, record.phase, record.since, JSON.stringify(record));
-        return accepted;
-      }),
+      status: db.transaction(applyStatus),
     };
   }
 
@@ -451,9 +455,9 @@ export class SqliteStore implements Store {
   }
 
   /** @inheritdoc */
-  recordAudit(entry: AuditInput, bounds: AuditBounds = {}): Promise<void> {
+  recordAudit(entry: AuditInput, bounds: AuditBounds = {}, event?: StatusEvent): Promise<void> {
     return this.write_(() => {
-      this.writes.audit.immediate(entry, bounds);
+      this.writes.audit.immediate(entry, bounds, event);
     });
   }
 

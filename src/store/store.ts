@@ -218,8 +218,12 @@ export interface Store {
    * prune refusal rows past `bounds` (older than the retention, then the oldest beyond
    * `maxRefused`, by a kept count: no scan of the rows); rows of answers that served
    * are never deleted.
+   *
+   * @param event for an answer that served, the lifecycle event it causes, applied to
+   *   the machine's status in the same transaction (as {@link updateStatus}): a boot
+   *   route's fetch is acknowledged after one commit, not two. Ignored for a refusal.
    */
-  recordAudit(entry: AuditInput, bounds?: AuditBounds): Promise<void>;
+  recordAudit(entry: AuditInput, bounds?: AuditBounds, event?: StatusEvent): Promise<void>;
 
   /**
    * A machine's audit rows, newest first.

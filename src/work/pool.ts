@@ -7,12 +7,19 @@
  * - Sized: a task whose input is at most `inlineBytes` runs inline on the calling thread
  *   (a worker's round trip costs more than a tiny render); a pool of 0 workers runs
  *   every task inline (the CLI does, through the same {@link runTask}).
- * - Bounded: at most `queue` tasks wait for a worker; one more is refused at once with
+ * - Bounded: at most `queue` tasks wait for a worker (counted here: tasks handed over
+ *   and not done, beyond one running per worker); one more is refused at once with
  *   {@link RenderOverloadedError} (the routes answer 503 + Retry-After).
+ * - Kept busy: each worker holds up to {@link TASKS_PER_WORKER} tasks, so it starts the
+ *   next the moment one ends. With one task each, a worker that finished sat idle until
+ *   the main thread's event loop came round to hand it another: in a boot storm, whose
+ *   turns last milliseconds, that left the workers three quarters idle while hundreds
+ *   of renders queued.
  * - Timed: a task not done `timeoutMs` after a worker started it is abandoned, its
- *   worker terminated and replaced (piscina aborts a running task by terminating its
- *   thread), and {@link RenderTimeoutError} thrown (503 + Retry-After), so one stuck
- *   render never wedges the pool.
+ *   worker terminated (the worker writes its thread id beside the start instant) and
+ *   replaced by piscina, and {@link RenderTimeoutError} thrown (503 + Retry-After), so
+ *   one stuck render never wedges the pool. Tasks that were waiting behind it in that
+ *   worker had not started: they are handed to the pool once more.
  * - Threads start on the first task handed to the pool or on {@link RenderPool.warm}
  *   (which resolves once every thread has loaded the pipeline; the service is not ready
  *   until then, see {@link RenderPool.starting}), and {@link RenderPool.close} lets queued
@@ -25,6 +32,14 @@
 import { Piscina } from 'piscina';
 import { rebuildError, runTask, type Task, type TaskFailure, type TaskValue } from './task.js';
 import type { Envelope, Ping } from './worker.js';
+
+/**
+ * Tasks a worker holds at once (one runs, the others wait in its message port): enough
+ * that a worker always has the next when the main thread is slow to answer, few enough
+ * that a long task delays little behind it (piscina hands each task to the least busy
+ * worker).
+ */
+export const TASKS_PER_WORKER = 16;
 
 /** Options of a {@link RenderPool}. */
 export interface RenderPoolOptions {
@@ -78,6 +93,10 @@ export class RenderPool {
   private piscina: Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | 'pong'> | undefined;
   private closed = false;
   private warming = false;
+  /** Tasks handed to the workers and not yet settled. */
+  private outstanding = 0;
+  /** Resolves {@link close}'s wait once nothing is outstanding. */
+  private drained: (() => void) | undefined;
 
   constructor(readonly options: RenderPoolOptions) {}
 
@@ -110,17 +129,17 @@ export class RenderPool {
       filename: (this.options.filename ?? WORKER_MODULE).href,
       minThreads: this.options.workers,
       maxThreads: this.options.workers,
-      maxQueue: this.options.queue,
-      // Renders are short and CPU-bound: one at a time per thread.
-      concurrentTasksPerWorker: 1,
+      // The bound is kept in run() (tasks held by workers count as waiting too).
+      maxQueue: Infinity,
+      concurrentTasksPerWorker: TASKS_PER_WORKER,
       idleTimeout: Number.MAX_SAFE_INTEGER,
     });
     return this.piscina;
   }
 
-  /** Tasks waiting for a worker now. */
+  /** Tasks waiting for a worker now (handed over, not done, beyond one running per worker). */
   get queued(): number {
-    return this.piscina?.queueSize ?? 0;
+    return Math.max(0, this.outstanding - this.options.workers);
   }
 
   /**
@@ -136,27 +155,35 @@ export class RenderPool {
       return runTask(task);
     }
     if (this.closed) throw new Error('the render pool is closed');
-    const pool = this.threads();
-    if (pool.queueSize >= this.options.queue && pool.idleThreads === 0) {
+    if (this.queued >= this.options.queue) {
       this.stats.shed++;
       throw new RenderOverloadedError(this.options.queue);
     }
     this.stats.pooled++;
-    const started = new BigInt64Array(new SharedArrayBuffer(8));
-    const abort = new AbortController();
-    const timer = this.deadline(started, abort);
+    this.outstanding++;
+    try {
+      return await this.hand(task);
+    } finally {
+      if (--this.outstanding === 0) this.drained?.();
+    }
+  }
+
+  /** Hand a task to a worker and wait for it; once more if its worker was terminated before it started. */
+  private async hand<T extends Task>(task: T, retried = false): Promise<TaskValue<T>> {
+    const pool = this.threads();
+    // [0]: when the task started (ms since the epoch, 0 while waiting); [1]: the thread running it.
+    const started = new BigInt64Array(new SharedArrayBuffer(16));
+    const timer = this.deadline(started);
     let value: TaskValue<Task> | TaskFailure | 'pong';
     try {
-      value = await pool.run({ task, started }, { signal: abort.signal });
+      value = await pool.run({ task, started });
     } catch (e) {
-      if (abort.signal.aborted) {
+      if (timer.expired) {
         this.stats.timedOut++;
         throw new RenderTimeoutError(this.options.timeoutMs);
       }
-      if (e instanceof Error && e.message === 'Task queue is at limit') {
-        this.stats.shed++;
-        throw new RenderOverloadedError(this.options.queue);
-      }
+      // Its worker was terminated for another task's time while this one waited behind it.
+      if (!retried && Atomics.load(started, 0) === 0n && !this.closed) return this.hand(task, true);
       throw e;
     } finally {
       clearTimeout(timer.current);
@@ -166,18 +193,22 @@ export class RenderPool {
   }
 
   /**
-   * Abort the task `timeoutMs` after it started in a worker (the worker writes the
-   * instant into `started`): the timer looks at that cell when it fires and waits on
-   * while the task is still queued or has time left.
+   * Terminate the task's worker `timeoutMs` after the task started there (the worker
+   * writes the instant and its thread id into `started`): the timer looks at that cell
+   * when it fires and waits on while the task is still waiting or has time left.
    */
-  private deadline(started: BigInt64Array, abort: AbortController): { current: NodeJS.Timeout | undefined } {
+  private deadline(started: BigInt64Array): { current: NodeJS.Timeout | undefined; expired: boolean } {
     const { timeoutMs } = this.options;
-    const timer: { current: NodeJS.Timeout | undefined } = { current: undefined };
+    const timer: { current: NodeJS.Timeout | undefined; expired: boolean } = { current: undefined, expired: false };
     const check = () => {
       const at = Number(Atomics.load(started, 0));
       const left = at === 0 ? timeoutMs : at + timeoutMs - Date.now();
-      if (at !== 0 && left <= 0) abort.abort();
-      else timer.current = setTimeout(check, Math.max(1, left)).unref();
+      if (at !== 0 && left <= 0) {
+        timer.expired = true;
+        const thread = Number(Atomics.load(started, 1));
+        // piscina then fails the worker's tasks and starts another in its place.
+        void this.piscina?.threads.find((w) => w.threadId === thread)?.terminate();
+      } else timer.current = setTimeout(check, Math.max(1, left)).unref();
     };
     timer.current = setTimeout(check, timeoutMs).unref();
     return timer;
@@ -186,6 +217,9 @@ export class RenderPool {
   /** Let queued and running tasks finish, then stop the threads (idempotent). */
   async close(): Promise<void> {
     this.closed = true;
+    // piscina's own close ends threads once each is idle for a moment, even with tasks
+    // still waiting for them: wait for every task handed over first.
+    if (this.outstanding > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     const pool = this.piscina;
     this.piscina = undefined;
     await pool?.close();

@@ -5,18 +5,29 @@
  * {@link TaskFailure} (structured cloning would keep only an Error's message), and
  * rebuilt into its class on the calling thread (src/work/pool.ts).
  */
+import { threadId } from 'node:worker_threads';
 import { failure, runTask, type Task, type TaskFailure, type TaskValue } from './task.js';
 
 /** A task as the pool hands it over: with the cell its start time (ms since the epoch) is written to. */
 export interface Envelope {
   task: Task;
-  /** A `BigInt64Array` over a SharedArrayBuffer of one element; the pool times the task from this. */
+  /**
+   * A `BigInt64Array` over a SharedArrayBuffer of two elements: the start instant (ms
+   * since the epoch) and the id of the thread running the task; the pool times the task
+   * from the first and terminates the second when it runs out of time.
+   */
   started: BigInt64Array;
 }
 
 /** What the pool sends a thread to learn it has loaded this module (and so the render pipeline). */
 export interface Ping {
   ping: true;
+}
+
+/** Write this thread's id and the instant now into a task's `started` cells (the pool times and, past its time, terminates from them). */
+export function markStarted(started: BigInt64Array): void {
+  Atomics.store(started, 1, BigInt(threadId));
+  Atomics.store(started, 0, BigInt(Date.now()));
 }
 
 /**
@@ -26,7 +37,7 @@ export interface Ping {
 export default function work(envelope: Envelope | Ping): TaskValue<Task> | TaskFailure | 'pong' {
   if ('ping' in envelope) return 'pong';
   const { task, started } = envelope;
-  Atomics.store(started, 0, BigInt(Date.now()));
+  markStarted(started);
   try {
     return runTask(task);
   } catch (e) {

@@ -368,6 +368,22 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
     });
 
     describe('machine status', () => {
+      it('an audit row with its lifecycle event commits both at once, or neither; a refusal\'s event is ignored', using(makeStore, async (store) => {
+        await store.create('Machine', { name: 'node-1', spec: machine() });
+        const served = { kind: 'served' as const, served: { revision: 1, sha256: 'ab'.repeat(32), format: 'ignition' as const, ignitionVersion: '3.4.0' } };
+        await store.recordAudit({ machine: 'node-1', route: '/ipxe', client: '10.0.0.1', status: 200 }, {}, { kind: 'booting' });
+        assert.equal((await store.statuses(['node-1'])).get('node-1')!.phase, 'Booting');
+        await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 403 }, { maxRefused: 10 }, served);
+        assert.equal((await store.statuses(['node-1'])).get('node-1')!.phase, 'Booting', 'a refusal moves no lifecycle');
+        // An audit row the store refuses (no machine) takes its event with it.
+        await assert.rejects(store.recordAudit({ machine: null as unknown as string, route: '/ignition', client: '10.0.0.1', status: 200 }, {}, served));
+        assert.equal((await store.statuses(['node-1'])).get('node-1')!.phase, 'Booting', 'nothing of the failed write stays');
+        await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 200 }, {}, served);
+        const record = (await store.statuses(['node-1'])).get('node-1')!;
+        assert.deepEqual([record.phase, record.served?.sha256], ['Provisioning', 'ab'.repeat(32)]);
+        assert.deepEqual((await store.audit('node-1')).map((r) => r.status), [200, 403, 200]);
+      }, true));
+
       it('Registered → Booting → Provisioning → Joined, with transitions, what was served and the report; counted in the fleet', using(makeStore, async (store) => {
         await store.create('Machine', { name: 'node-1', spec: machine() });
         await store.create('Machine', { name: 'node-2', spec: machine() });

@@ -12,7 +12,7 @@ import { RequestError } from '../../src/errors.js';
 import { UserDataLimitError } from '../../src/platform.js';
 import type { RenderOptions } from '../../src/render.js';
 import { DEFAULT_DOCUMENT_LIMITS } from '../../src/request/bounds.js';
-import { RenderOverloadedError, RenderPool, RenderTimeoutError } from '../../src/work/pool.js';
+import { RenderOverloadedError, RenderPool, RenderTimeoutError, TASKS_PER_WORKER } from '../../src/work/pool.js';
 import { portable, runTask, type Task } from '../../src/work/task.js';
 
 const SPIN_WORKER = new URL('./spin-worker.ts', import.meta.url);
@@ -118,7 +118,7 @@ describe('render pool bounds', () => {
       const t0 = performance.now();
       await assert.rejects(spin(10), RenderOverloadedError);
       assert.ok(performance.now() - t0 < 100, 'refused without waiting');
-      assert.deepEqual(await Promise.all([running, queued]), [{ spun: 300 }, { spun: 10 }]);
+      assert.deepEqual((await Promise.all([running, queued])).map((r) => (r as { spun: number }).spun), [300, 10]);
       assert.equal(pool.stats.shed, 1);
     } finally {
       await pool.close();
@@ -142,11 +142,42 @@ describe('render pool bounds', () => {
     }
   });
 
+  it('a task waiting behind a stuck one in its worker is handed over again', async () => {
+    const pool = new RenderPool({ workers: 1, queue: 4, timeoutMs: 300, inlineBytes: 0, filename: SPIN_WORKER });
+    try {
+      const stuck = pool.run({ op: 'spin' } as unknown as Task, Infinity);
+      const behind = pool.run({ op: 'spin', ms: 1 } as unknown as Task, Infinity);
+      await assert.rejects(stuck, RenderTimeoutError);
+      assert.equal(((await behind) as { spun: number }).spun, 1);
+      assert.deepEqual({ timedOut: pool.stats.timedOut, pooled: pool.stats.pooled }, { timedOut: 1, pooled: 2 });
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('a worker goes on to its next task while the main thread is busy', async () => {
+    // With one task per worker, the second could only start once this thread had taken
+    // the first's answer, after the busy spell below.
+    const pool = new RenderPool({ workers: 1, queue: 2 * TASKS_PER_WORKER, timeoutMs: 30_000, inlineBytes: 0, filename: SPIN_WORKER });
+    try {
+      await pool.warm();
+      const tasks = Array.from({ length: TASKS_PER_WORKER }, () => pool.run({ op: 'spin', ms: 20 } as unknown as Task, Infinity));
+      const until = Date.now() + 100 + 40 * TASKS_PER_WORKER;
+      while (Date.now() < until) {
+        // this thread busy, as in a boot storm
+      }
+      for (const r of await Promise.all(tasks)) assert.ok((r as { endedAt: number }).endedAt < until, 'ended while the main thread was busy');
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('close lets queued tasks finish, then refuses', async () => {
-    const pool = new RenderPool({ workers: 1, queue: 4, timeoutMs: 30_000, inlineBytes: 0, filename: SPIN_WORKER });
-    const tasks = [pool.run({ op: 'spin', ms: 50 } as unknown as Task, Infinity), pool.run({ op: 'spin', ms: 50 } as unknown as Task, Infinity)];
+    const pool = new RenderPool({ workers: 1, queue: 2 * TASKS_PER_WORKER, timeoutMs: 30_000, inlineBytes: 0, filename: SPIN_WORKER });
+    // More than one worker holds: some wait in the pool's queue, some in the worker.
+    const tasks = Array.from({ length: TASKS_PER_WORKER + 2 }, () => pool.run({ op: 'spin', ms: 20 } as unknown as Task, Infinity));
     await pool.close();
-    assert.deepEqual(await Promise.all(tasks), [{ spun: 50 }, { spun: 50 }]);
+    assert.deepEqual((await Promise.all(tasks)).map((r) => (r as { spun: number }).spun), Array(TASKS_PER_WORKER + 2).fill(20));
     await assert.rejects(pool.run({ op: 'spin', ms: 1 } as unknown as Task, Infinity), /closed/);
   });
 });

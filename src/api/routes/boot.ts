@@ -205,9 +205,9 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
     ctx.metrics.firmwareFetches.inc({ route: a.route, status: String(row.status) });
     if (refusal && !writes.admitRefusal(row)) return payload;
     try {
-      await ctx.store.recordAudit(row, refusal ? auditBounds : {});
-      // A served answer moves the machine's lifecycle (a 304 too: the machine has the data).
-      if (!refusal && a.event) await ctx.store.updateStatus(a.machine, a.event);
+      // A served answer moves the machine's lifecycle (a 304 too: the machine has the
+      // data), in the audit row's transaction: one commit acknowledges the answer.
+      await (refusal ? ctx.store.recordAudit(row, auditBounds) : ctx.store.recordAudit(row, {}, a.event));
     } catch (e) {
       const fault = storageFault(e);
       if (!refusal) return storageUnavailable(ctx, request, reply, fault ?? 'unknown');
