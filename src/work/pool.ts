@@ -183,7 +183,7 @@ export class RenderPool {
         throw new RenderTimeoutError(this.options.timeoutMs);
       }
       // Its worker was terminated for another task's time while this one waited behind it.
-      if (!retried && Atomics.load(started, 0) === 0n && !this.closed) return await this.hand(task, true);
+      if (!retried && Atomics.load(started, 0) === 0n) return await this.hand(task, true);
       throw e;
     } finally {
       clearTimeout(timer.current);

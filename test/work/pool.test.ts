@@ -16,6 +16,15 @@ import { RenderOverloadedError, RenderPool, RenderTimeoutError, TASKS_PER_WORKER
 import { portable, runTask, type Task } from '../../src/work/task.js';
 
 const SPIN_WORKER = new URL('./spin-worker.ts', import.meta.url);
+
+/** What test/work/spin-worker.ts answers a spin task. */
+interface Spun {
+  spun?: number;
+  endedAt: number;
+}
+
+/** Hand the spin worker a task that keeps its thread busy `ms` milliseconds (forever without). */
+const spinOn = (pool: RenderPool, ms?: number) => pool.run({ op: 'spin', ms } as unknown as Task, Infinity) as unknown as Promise<Spun>;
 const limits = { ...DEFAULT_DOCUMENT_LIMITS };
 
 /** Every request file the repository ships: the examples and the collected cases. */
@@ -112,13 +121,13 @@ describe('render pool bounds', () => {
   it('refuses a task at once when the queue is full', async () => {
     const pool = new RenderPool({ workers: 1, queue: 1, timeoutMs: 30_000, inlineBytes: 0, filename: SPIN_WORKER });
     try {
-      const spin = (ms: number) => pool.run({ op: 'spin', ms } as unknown as Task, Infinity);
+      const spin = (ms: number) => spinOn(pool, ms);
       const running = spin(300);
       const queued = spin(10);
       const t0 = performance.now();
       await assert.rejects(spin(10), RenderOverloadedError);
       assert.ok(performance.now() - t0 < 100, 'refused without waiting');
-      assert.deepEqual((await Promise.all([running, queued])).map((r) => (r as { spun: number }).spun), [300, 10]);
+      assert.deepEqual((await Promise.all([running, queued])).map((r) => r.spun), [300, 10]);
       assert.equal(pool.stats.shed, 1);
     } finally {
       await pool.close();
@@ -129,7 +138,7 @@ describe('render pool bounds', () => {
     const pool = new RenderPool({ workers: 1, queue: 4, timeoutMs: 300, inlineBytes: 0, filename: SPIN_WORKER });
     try {
       const t0 = performance.now();
-      await assert.rejects(pool.run({ op: 'spin' } as unknown as Task, Infinity), RenderTimeoutError);
+      await assert.rejects(spinOn(pool), RenderTimeoutError);
       const took = performance.now() - t0;
       assert.ok(took >= 290 && took < 5000, `abandoned after ${took} ms`);
       assert.equal(pool.stats.timedOut, 1);
@@ -145,10 +154,10 @@ describe('render pool bounds', () => {
   it('a task waiting behind a stuck one in its worker is handed over again', async () => {
     const pool = new RenderPool({ workers: 1, queue: 4, timeoutMs: 300, inlineBytes: 0, filename: SPIN_WORKER });
     try {
-      const stuck = pool.run({ op: 'spin' } as unknown as Task, Infinity);
-      const behind = pool.run({ op: 'spin', ms: 1 } as unknown as Task, Infinity);
+      const stuck = spinOn(pool);
+      const behind = spinOn(pool, 1);
       await assert.rejects(stuck, RenderTimeoutError);
-      assert.equal(((await behind) as { spun: number }).spun, 1);
+      assert.equal((await behind).spun, 1);
       assert.deepEqual({ timedOut: pool.stats.timedOut, pooled: pool.stats.pooled }, { timedOut: 1, pooled: 2 });
     } finally {
       await pool.close();
@@ -161,12 +170,12 @@ describe('render pool bounds', () => {
     const pool = new RenderPool({ workers: 1, queue: 2 * TASKS_PER_WORKER, timeoutMs: 30_000, inlineBytes: 0, filename: SPIN_WORKER });
     try {
       await pool.warm();
-      const tasks = Array.from({ length: TASKS_PER_WORKER }, () => pool.run({ op: 'spin', ms: 20 } as unknown as Task, Infinity));
+      const tasks = Array.from({ length: TASKS_PER_WORKER }, () => spinOn(pool, 20));
       const until = Date.now() + 100 + 40 * TASKS_PER_WORKER;
       while (Date.now() < until) {
         // this thread busy, as in a boot storm
       }
-      for (const r of await Promise.all(tasks)) assert.ok((r as { endedAt: number }).endedAt < until, 'ended while the main thread was busy');
+      for (const r of await Promise.all(tasks)) assert.ok(r.endedAt < until, 'ended while the main thread was busy');
     } finally {
       await pool.close();
     }
@@ -175,9 +184,9 @@ describe('render pool bounds', () => {
   it('close lets queued tasks finish, then refuses', async () => {
     const pool = new RenderPool({ workers: 1, queue: 2 * TASKS_PER_WORKER, timeoutMs: 30_000, inlineBytes: 0, filename: SPIN_WORKER });
     // More than one worker holds: some wait in the pool's queue, some in the worker.
-    const tasks = Array.from({ length: TASKS_PER_WORKER + 2 }, () => pool.run({ op: 'spin', ms: 20 } as unknown as Task, Infinity));
+    const tasks = Array.from({ length: TASKS_PER_WORKER + 2 }, () => spinOn(pool, 20));
     await pool.close();
-    assert.deepEqual((await Promise.all(tasks)).map((r) => (r as { spun: number }).spun), Array(TASKS_PER_WORKER + 2).fill(20));
-    await assert.rejects(pool.run({ op: 'spin', ms: 1 } as unknown as Task, Infinity), /closed/);
+    assert.deepEqual((await Promise.all(tasks)).map((r) => r.spun), Array(TASKS_PER_WORKER + 2).fill(20));
+    await assert.rejects(spinOn(pool, 1), /closed/);
   });
 });
