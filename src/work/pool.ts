@@ -5,8 +5,12 @@
  * cores.
  *
  * - Sized: a task whose input is at most `inlineBytes` runs inline on the calling thread
- *   (a worker's round trip costs more than a tiny render); a pool of 0 workers runs
- *   every task inline (the CLI does, through the same {@link runTask}).
+ *   (a worker's round trip costs more than a tiny render) while that thread has time to
+ *   spare: once its event loop was busy more than {@link BUSY_UTILIZATION} of the last
+ *   {@link LOAD_SAMPLE_MS} (a boot storm of first renders), small tasks go to the
+ *   workers too, whose cores were idle while the main thread queued every request
+ *   behind its renders. A pool of 0 workers runs every task inline (the CLI does,
+ *   through the same {@link runTask}).
  * - Bounded: at most `queue` tasks wait for a worker (counted here: tasks handed over
  *   and not done, beyond one running per worker); one more is refused at once with
  *   {@link RenderOverloadedError} (the routes answer 503 + Retry-After).
@@ -41,6 +45,11 @@ import type { Envelope, Ping } from './worker.js';
  */
 export const TASKS_PER_WORKER = 16;
 
+/** The main thread's event-loop utilisation (0–1) above which small tasks are pooled too. */
+export const BUSY_UTILIZATION = 0.5;
+/** Milliseconds over which that utilisation is measured (sampled this often). */
+export const LOAD_SAMPLE_MS = 100;
+
 /** Options of a {@link RenderPool}. */
 export interface RenderPoolOptions {
   /** Worker threads; 0 runs every task inline. */
@@ -53,6 +62,8 @@ export interface RenderPoolOptions {
   inlineBytes: number;
   /** The worker module (default: src/work/worker.ts or dist/work/worker.js); tests pass their own. */
   filename?: URL;
+  /** Whether the calling thread is too busy for small tasks (default: its event loop's utilisation, see the module comment); tests pass their own. */
+  busy?: () => boolean;
 }
 
 /** The pool's queue is full: answer 503 with Retry-After. */
@@ -97,8 +108,24 @@ export class RenderPool {
   private outstanding = 0;
   /** Resolves {@link close}'s wait once nothing is outstanding. */
   private drained: (() => void) | undefined;
+  private readonly busy: () => boolean;
+  private sampler: NodeJS.Timeout | undefined;
 
-  constructor(readonly options: RenderPoolOptions) {}
+  constructor(readonly options: RenderPoolOptions) {
+    this.busy = options.busy ?? (options.workers > 0 && options.inlineBytes > 0 ? this.sampleLoad() : () => false);
+  }
+
+  /** Sample this thread's event-loop utilisation every {@link LOAD_SAMPLE_MS}; the answer is the last sample's verdict. */
+  private sampleLoad(): () => boolean {
+    let busy = false;
+    let last = performance.eventLoopUtilization();
+    this.sampler = setInterval(() => {
+      const now = performance.eventLoopUtilization();
+      busy = performance.eventLoopUtilization(now, last).utilization > BUSY_UTILIZATION;
+      last = now;
+    }, LOAD_SAMPLE_MS).unref();
+    return () => busy;
+  }
 
   /**
    * Start the worker threads now and wait until they have loaded the render pipeline:
@@ -150,7 +177,7 @@ export class RenderPool {
    *   RenderTimeoutError; Error when the pool is closed.
    */
   async run<T extends Task>(task: T, size: number): Promise<TaskValue<T>> {
-    if (this.options.workers === 0 || size <= this.options.inlineBytes) {
+    if (this.options.workers === 0 || (size <= this.options.inlineBytes && !this.busy())) {
       this.stats.inline++;
       return runTask(task);
     }
@@ -217,6 +244,7 @@ export class RenderPool {
   /** Let queued and running tasks finish, then stop the threads (idempotent). */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.sampler);
     // piscina's own close ends threads once each is idle for a moment, even with tasks
     // still waiting for them: wait for every task handed over first.
     if (this.outstanding > 0) await new Promise<void>((resolve) => (this.drained = resolve));

@@ -12,7 +12,7 @@ import { RequestError } from '../../src/errors.js';
 import { UserDataLimitError } from '../../src/platform.js';
 import type { RenderOptions } from '../../src/render.js';
 import { DEFAULT_DOCUMENT_LIMITS } from '../../src/request/bounds.js';
-import { RenderOverloadedError, RenderPool, RenderTimeoutError, TASKS_PER_WORKER } from '../../src/work/pool.js';
+import { LOAD_SAMPLE_MS, RenderOverloadedError, RenderPool, RenderTimeoutError, TASKS_PER_WORKER } from '../../src/work/pool.js';
 import { portable, runTask, type Task } from '../../src/work/task.js';
 
 const SPIN_WORKER = new URL('./spin-worker.ts', import.meta.url);
@@ -106,13 +106,36 @@ describe('render pool', () => {
   });
 
   it('runs tasks sized at most inlineBytes on the calling thread', async () => {
-    const small = new RenderPool({ workers: 1, queue: 4, timeoutMs: 30_000, inlineBytes: 1 << 20 });
+    const small = new RenderPool({ workers: 1, queue: 4, timeoutMs: 30_000, inlineBytes: 1 << 20, busy: () => false });
     try {
       const text = readFileSync(new URL('../../examples/worker.yaml', import.meta.url), 'utf8');
       await small.run({ op: 'parse', text, syntax: 'yaml', limits }, text.length);
       assert.deepEqual(small.stats, { inline: 1, pooled: 0, shed: 0, timedOut: 0 });
     } finally {
       await small.close();
+    }
+  });
+
+  it('sends small tasks to the workers too while the calling thread is busy, and back once it is not', async () => {
+    const pool = new RenderPool({ workers: 1, queue: 4, timeoutMs: 30_000, inlineBytes: 1 << 20 });
+    const text = readFileSync(new URL('../../examples/worker.yaml', import.meta.url), 'utf8');
+    const parse = () => pool.run({ op: 'parse', text, syntax: 'yaml', limits }, text.length);
+    try {
+      await parse();
+      assert.deepEqual([pool.stats.inline, pool.stats.pooled], [1, 0]);
+      // Busy for two sampling periods, as a storm's event loop is; the sample then says so.
+      const until = performance.now() + 2 * LOAD_SAMPLE_MS;
+      while (performance.now() < until) {
+        // busy
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      await parse();
+      assert.deepEqual([pool.stats.inline, pool.stats.pooled], [1, 1]);
+      await new Promise((resolve) => setTimeout(resolve, 3 * LOAD_SAMPLE_MS));
+      await parse();
+      assert.deepEqual([pool.stats.inline, pool.stats.pooled], [2, 1]);
+    } finally {
+      await pool.close();
     }
   });
 });

@@ -3,7 +3,9 @@
  * contents as `data:` URLs (percent-encoded or padded base64, gzip where smaller)").
  */
 import { isUtf8 } from 'node:buffer';
+import { createHash } from 'node:crypto';
 import { gzipSync } from 'fflate';
+import { LRUCache } from 'lru-cache';
 import type { IgnitionResource } from './config.js';
 
 const PERCENT_PREFIX = 'data:,';
@@ -41,6 +43,28 @@ export function gzipDeterministic(contents: Uint8Array): Uint8Array {
   return gzipSync(contents, { level: 9, mtime: 0 });
 }
 
+/** Bytes of gzip streams {@link gzipShared} remembers per thread. */
+const GZIP_MEMO_BYTES = 8 << 20;
+const gzipped = new LRUCache<string, Uint8Array>({ maxSize: GZIP_MEMO_BYTES, sizeCalculation: (gz) => gz.length + 64 });
+
+/**
+ * {@link gzipDeterministic}, remembered per thread by a SHA-256 of `contents` in a
+ * bounded LRU ({@link GZIP_MEMO_BYTES}; the inputs are not kept): the files most
+ * machines share (scripts, units, the cluster's CA) are compressed once, not once per
+ * machine's render. In a cold boot storm, pure-JS deflate was a third of each Ignition
+ * render. The bytes are the same either way; the returned array is shared, so callers
+ * must not modify it.
+ */
+export function gzipShared(contents: Uint8Array): Uint8Array {
+  const key = createHash('sha256').update(contents).digest('base64url');
+  let gz = gzipped.get(key);
+  if (!gz) {
+    gz = gzipDeterministic(contents);
+    gzipped.set(key, gz);
+  }
+  return gz;
+}
+
 /** How a resource may be encoded. */
 export interface EncodeOptions {
   /**
@@ -59,7 +83,7 @@ export interface EncodeOptions {
  * - when `options.gzip`: the same base64 form of a gzip stream with
  *   `compression: "gzip"`, only when strictly smaller counting the extra field. The
  *   stream is `suppliedGzip` when given (the request's own, reused byte for byte, so the
- *   output does not depend on any zlib), else {@link gzipDeterministic}.
+ *   output does not depend on any zlib), else {@link gzipShared}.
  *
  * Ties go to percent-encoding (readable), then to plain over gzip. Decoding the URL
  * (and gunzipping when compressed) gives exactly `contents`, provided `suppliedGzip`
@@ -74,7 +98,7 @@ export function dataUrlResource(contents: Uint8Array, options: EncodeOptions, su
   const plainLength = percent !== undefined && percent <= base64 ? percent : base64;
 
   if (options.gzip && plainLength > BASE64_PREFIX.length + base64Length(MIN_GZIP_BYTES) + COMPRESSION_COST) {
-    const gz = suppliedGzip ?? gzipDeterministic(contents);
+    const gz = suppliedGzip ?? gzipShared(contents);
     if (BASE64_PREFIX.length + base64Length(gz.length) + COMPRESSION_COST < plainLength) {
       return { compression: 'gzip', source: BASE64_PREFIX + toBuffer(gz).toString('base64') };
     }

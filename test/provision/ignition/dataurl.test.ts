@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { dataUrlResource, decodeDataUrl as decodeInSrc, gzipDeterministic } from '../../../src/provision/ignition/dataurl.js';
+import { dataUrlResource, decodeDataUrl as decodeInSrc, gzipDeterministic, gzipShared } from '../../../src/provision/ignition/dataurl.js';
 import { decodeDataUrl } from '../../support/decode.js';
 import { HARD_TEXTS, bulkText, seededBytes } from './plan.js';
 
@@ -86,6 +86,20 @@ describe('gzipDeterministic', () => {
     assert.deepEqual(a.subarray(0, 10), Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 3]), 'ID, deflate, no flags, mtime 0, max compression, Unix');
     assert.deepEqual(Buffer.from(gzipDeterministic(text)), a);
     assert.deepEqual(gunzipSync(a), text);
+  });
+});
+
+describe('gzipShared', () => {
+  it('compresses each content once per thread, to the same bytes as gzipDeterministic', () => {
+    const text = Buffer.from(bulkText(4000));
+    const first = gzipShared(text);
+    // Equal content in another buffer: the remembered stream itself, not a new one.
+    assert.equal(gzipShared(Buffer.from(text)), first);
+    assert.deepEqual(Buffer.from(first), Buffer.from(gzipDeterministic(text)));
+    const other = Buffer.from(text);
+    other[0] = other[0]! ^ 1;
+    assert.notEqual(gzipShared(other), first);
+    assert.deepEqual(gunzipSync(gzipShared(other)), other);
   });
 });
 
