@@ -45,6 +45,9 @@ import type { Envelope, Ping } from './worker.js';
  */
 export const TASKS_PER_WORKER = 16;
 
+/** Milliseconds {@link RenderPool.warm} waits for every thread to load. */
+const WARM_MS = 60_000;
+
 /** The main thread's event-loop utilisation (0–1) above which small tasks are pooled too. */
 export const BUSY_UTILIZATION = 0.5;
 /** Milliseconds over which that utilisation is measured (sampled this often). */
@@ -110,6 +113,9 @@ export class RenderPool {
   private drained: (() => void) | undefined;
   private readonly busy: () => boolean;
   private sampler: NodeJS.Timeout | undefined;
+  /** Threads that have loaded the worker module (replacements included). */
+  private loaded = 0;
+  private onLoaded: (() => void) | undefined;
 
   constructor(readonly options: RenderPoolOptions) {
     this.busy = options.busy ?? (options.workers > 0 && options.inlineBytes > 0 ? this.sampleLoad() : () => false);
@@ -128,20 +134,32 @@ export class RenderPool {
   }
 
   /**
-   * Start the worker threads now and wait until they have loaded the render pipeline:
-   * one ping per thread, at once, so each idle thread answers one (a thread that loads
-   * late may leave its ping to another: then at least one thread serves). No-op without
-   * workers. Never rejects (a failure to start shows on the first task).
+   * Start the worker threads now and wait until every one has loaded the render
+   * pipeline (piscina reports a thread ready once it has imported the worker module),
+   * at most {@link WARM_MS}; a ping answered first shows that a thread can run tasks at
+   * all (a module that fails to load rejects it). No-op without workers. Never rejects
+   * (a failure to start shows on the first task).
    */
   async warm(): Promise<void> {
     if (this.options.workers === 0 || this.closed) return;
     const pool = this.threads();
     this.warming = true;
     try {
-      await Promise.all(Array.from({ length: this.options.workers }, () => pool.run({ ping: true })));
+      await pool.run({ ping: true });
+      if (this.loaded < this.options.workers) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, WARM_MS).unref();
+          this.onLoaded = () => {
+            if (this.loaded < this.options.workers) return;
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
     } catch {
       // reported by the tasks that follow
     } finally {
+      this.onLoaded = undefined;
       this.warming = false;
     }
   }
@@ -152,7 +170,8 @@ export class RenderPool {
   }
 
   private threads(): Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | 'pong'> {
-    this.piscina ??= new Piscina({
+    if (this.piscina) return this.piscina;
+    const pool = new Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | 'pong'>({
       filename: (this.options.filename ?? WORKER_MODULE).href,
       minThreads: this.options.workers,
       maxThreads: this.options.workers,
@@ -161,7 +180,12 @@ export class RenderPool {
       concurrentTasksPerWorker: TASKS_PER_WORKER,
       idleTimeout: Number.MAX_SAFE_INTEGER,
     });
-    return this.piscina;
+    pool.on('workerCreate', () => {
+      this.loaded++;
+      this.onLoaded?.();
+    });
+    this.piscina = pool;
+    return pool;
   }
 
   /** Tasks waiting for a worker now (handed over, not done, beyond one running per worker). */

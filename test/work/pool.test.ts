@@ -187,6 +187,21 @@ describe('render pool bounds', () => {
     }
   });
 
+  it('once warm, every thread has loaded, the late one too: two tasks run side by side at once', async () => {
+    // A thread still loading would leave both to the other (each holds several), one after the other.
+    process.env.SPIN_WORKER_SLOW_LOAD_MS = '1500';
+    const pool = new RenderPool({ workers: 2, queue: 8, timeoutMs: 30_000, inlineBytes: 0, filename: SPIN_WORKER });
+    try {
+      await pool.warm();
+      delete process.env.SPIN_WORKER_SLOW_LOAD_MS;
+      const [a, b] = await Promise.all([spinOn(pool, 300), spinOn(pool, 300)]);
+      assert.ok(Math.abs(a.endedAt - b.endedAt) < 200, `ended ${Math.abs(a.endedAt - b.endedAt)} ms apart`);
+    } finally {
+      delete process.env.SPIN_WORKER_SLOW_LOAD_MS;
+      await pool.close();
+    }
+  });
+
   it('a worker goes on to its next task while the main thread is busy', async () => {
     // With one task per worker, the second could only start once this thread had taken
     // the first's answer, after the busy spell below.

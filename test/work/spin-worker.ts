@@ -4,7 +4,18 @@
  * would) for `ms` milliseconds, or forever when `ms` is absent, and answers `{ spun: ms,
  * endedAt }` (ms since the epoch).
  */
+import { threadId } from 'node:worker_threads';
 import work, { type Envelope, markStarted } from '../../src/work/worker.js';
+
+// A thread that loads late: with SPIN_WORKER_SLOW_LOAD_MS set, threads of even id take
+// that long to import this module.
+const slowLoad = Number(process.env.SPIN_WORKER_SLOW_LOAD_MS ?? 0);
+if (slowLoad > 0 && threadId % 2 === 0) {
+  const until = performance.now() + slowLoad;
+  while (performance.now() < until) {
+    // loading
+  }
+}
 
 export default function spinOrWork(envelope: Envelope): unknown {
   const task = envelope.task as Envelope['task'] | { op: 'spin'; ms?: number };
