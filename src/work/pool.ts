@@ -39,9 +39,12 @@ import type { Envelope, Ping } from './worker.js';
 
 /**
  * Tasks a worker holds at once (one runs, the others wait in its message port): enough
- * that a worker always has the next when the main thread is slow to answer, few enough
- * that a long task delays little behind it (piscina hands each task to the least busy
- * worker).
+ * that a worker always has the next while the main thread is slow to answer (a cold
+ * storm's first boots: 4 left the workers two thirds idle, 16 kept them busy). The cost
+ * is that tasks behind a long one wait for it rather than for the other worker (piscina
+ * hands each task to the least busy worker); the request caps bound the longest allowed
+ * render to about 200 ms (bench/README.md, hostile inputs), and a stuck one is cut at
+ * the timeout, its followers handed over again.
  */
 export const TASKS_PER_WORKER = 16;
 
