@@ -41,11 +41,11 @@ import type { Envelope, Ping } from './worker.js';
  * Tasks a worker holds at once (one runs, the others wait in its message port): enough
  * that a worker always has the next while the main thread is slow to answer (a cold
  * storm of 10,000 first boots, every task pooled: 1 per worker 35 s, 4 27 s with 160
- * tasks still queued, 16 22 s). The cost
- * is that tasks behind a long one wait for it rather than for the other worker (piscina
- * hands each task to the least busy worker); the request caps bound the longest allowed
- * render to about 200 ms (bench/README.md, hostile inputs), and a stuck one is cut at
- * the timeout, its followers handed over again.
+ * tasks still queued, 16 22 s). The cost is that tasks behind a long one wait for it
+ * rather than for the other worker (piscina hands each task to the least busy worker);
+ * the request caps bound the longest allowed render to about 200 ms (bench/README.md,
+ * hostile inputs), and a stuck one is cut at the timeout, its followers handed over
+ * again.
  */
 export const TASKS_PER_WORKER = 16;
 
