@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { example } from '../support/requests.js';
 import { ADMIN, RENDERER, testService, type TestService } from '../support/server.js';
+import { LOAD_SAMPLE_MS } from '../../src/work/pool.js';
 
 const API = 'bootwright.dev/v1alpha1';
 const IGNITION_ACCEPT = 'application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1';
@@ -90,7 +91,9 @@ describe('pre-rendering', () => {
       // Two assemblies, each rendering in the same trip, in the pool; nothing inline.
       assert.equal(await metric(svc, 'bootwright_render_tasks_total{outcome="inline"}'), 0);
       assert.equal(await metric(svc, 'bootwright_render_tasks_total{outcome="pool"}'), 2);
-      // A fetch of a spec not pre-rendered (Ignition 3.3.0) renders on demand, inline (it is small).
+      // A fetch of a spec not pre-rendered (Ignition 3.3.0) renders on demand, inline (it
+      // is small) once the main thread is not busy (src/work/pool.ts: a busy one pools it).
+      await new Promise((resolve) => setTimeout(resolve, 3 * LOAD_SAMPLE_MS));
       const script = (await svc.app.inject({ url: '/ipxe?mac=52-54-00-00-00-00' })).body;
       const url = new URL(/ignition\.config\.url=(\S+)/.exec(script)![1]!);
       const older = await svc.app.inject({ url: `${url.pathname}${url.search}`, headers: { accept: 'application/vnd.coreos.ignition+json;version=3.3.0' } });
