@@ -115,6 +115,8 @@ export class RenderPool {
   private outstanding = 0;
   /** Resolves {@link close}'s wait once nothing is outstanding. */
   private drained: (() => void) | undefined;
+  /** What {@link close} returns, every time it is called. */
+  private closing: Promise<void> | undefined;
   private readonly busy: () => boolean;
   private sampler: NodeJS.Timeout | undefined;
   /** Threads that have loaded the worker module (replacements included). */
@@ -270,7 +272,12 @@ export class RenderPool {
   }
 
   /** Let queued and running tasks finish, then stop the threads (idempotent). */
-  async close(): Promise<void> {
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
     this.closed = true;
     clearInterval(this.sampler);
     // piscina's own close ends threads once each is idle for a moment, even with tasks

@@ -8,7 +8,7 @@
 import { threadId } from 'node:worker_threads';
 import { failure, runTask, type Task, type TaskFailure, type TaskValue } from './task.js';
 
-/** A task as the pool hands it over: with the cell its start time (ms since the epoch) is written to. */
+/** A task as the pool hands it over: with the cells the worker marks it started in ({@link markStarted}). */
 export interface Envelope {
   task: Task;
   /**
