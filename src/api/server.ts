@@ -319,6 +319,9 @@ function handleError(this: { config: Config; metrics: Metrics }, error: FastifyE
   return sendProblem(reply, 'internal', 500, 'internal error; see the service log for the request id');
 }
 
+/** Milliseconds between under-pressure's samples of the event-loop delay: overload (and its end) is noticed within this. */
+const PRESSURE_SAMPLE_MS = 250;
+
 /**
  * Build the service (not yet listening).
  *
@@ -481,12 +484,25 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
 
   if (config.maxEventLoopDelayMs > 0) {
+    // under-pressure measures from when it is registered, so its first samples after
+    // listening hold the service's own start (loading the routes and the store: over a
+    // second on a loaded machine, which shed a fresh process's first request). Until a
+    // sample has measured only time after listening (two periods), a delay verdict does
+    // not shed; the render queue bound still does.
+    let trustedFrom = Number.POSITIVE_INFINITY;
+    app.addHook('onListen', (done) => {
+      trustedFrom = performance.now() + 2 * PRESSURE_SAMPLE_MS;
+      done();
+    });
     await app.register(underPressure, {
       maxEventLoopDelay: config.maxEventLoopDelayMs,
-      // Sample four times a second, so overload is noticed (and its end too) within ~250 ms.
-      sampleInterval: 250,
-      retryAfter: config.retryAfterSeconds,
+      sampleInterval: PRESSURE_SAMPLE_MS,
       exposeStatusRoute: false,
+      pressureHandler: async (_request, reply, type) => {
+        if (type === 'eventLoopDelay' && trustedFrom !== Number.POSITIVE_INFINITY && performance.now() < trustedFrom) return;
+        void reply.header('retry-after', String(config.retryAfterSeconds));
+        throw Object.assign(new Error('the service is overloaded'), { statusCode: 503 });
+      },
     });
   }
   if (config.rateLimitMax > 0) {

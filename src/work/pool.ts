@@ -9,8 +9,10 @@
  *   spare: once its event loop was busy more than {@link BUSY_UTILIZATION} of the last
  *   {@link LOAD_SAMPLE_MS} (a boot storm of first renders), small tasks go to the
  *   workers too, whose cores were idle while the main thread queued every request
- *   behind its renders. A pool of 0 workers runs every task inline (the CLI does,
- *   through the same {@link runTask}).
+ *   behind its renders. Until every thread has loaded the pipeline (just after start,
+ *   when the main thread is busiest), small tasks stay inline however busy it is: a
+ *   loading thread would hold them for seconds on a loaded machine. A pool of 0
+ *   workers runs every task inline (the CLI does, through the same {@link runTask}).
  * - Bounded: at most `queue` tasks wait for a worker (counted here: tasks handed over
  *   and not done, beyond one running per worker); one more is refused at once with
  *   {@link RenderOverloadedError} (the routes answer 503 + Retry-After).
@@ -207,7 +209,7 @@ export class RenderPool {
    *   RenderTimeoutError; Error when the pool is closed.
    */
   async run<T extends Task>(task: T, size: number): Promise<TaskValue<T>> {
-    if (this.options.workers === 0 || (size <= this.options.inlineBytes && !this.busy())) {
+    if (this.options.workers === 0 || (size <= this.options.inlineBytes && (!this.busy() || this.loaded < this.options.workers))) {
       this.stats.inline++;
       return runTask(task);
     }

@@ -3,6 +3,17 @@
  * need what only a process has: signals, exit codes, several replicas.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { after } from 'node:test';
+
+/** Services started by this test file and not yet exited. */
+const running = new Set<ChildProcessWithoutNullStreams>();
+
+// A test that fails before it stops its service must not leave it running: its open
+// pipes would keep the test file's process alive, and the suite would never end (a CI
+// run timed out so). Whatever is still running when the file's tests end is killed.
+after(() => {
+  for (const child of running) child.kill('SIGKILL');
+});
 
 /** A started service process. */
 export interface ServeProcess {
@@ -24,6 +35,8 @@ export interface ServeProcess {
 export function startProcess(env: Record<string, string>): ServeProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], { env: { ...process.env, BOOTWRIGHT_PORT: '0', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   child.stdin.end();
+  running.add(child);
+  child.on('exit', () => running.delete(child));
   let logs = '';
   const port = new Promise<number>((resolve, reject) => {
     child.stdout.on('data', (d: Buffer) => {

@@ -121,6 +121,7 @@ describe('render pool', () => {
     const text = readFileSync(new URL('../../examples/worker.yaml', import.meta.url), 'utf8');
     const parse = () => pool.run({ op: 'parse', text, syntax: 'yaml', limits }, text.length);
     try {
+      await pool.warm();
       await parse();
       assert.deepEqual([pool.stats.inline, pool.stats.pooled], [1, 0]);
       // Busy for two sampling periods, as a storm's event loop is; the sample then says so.
@@ -134,6 +135,24 @@ describe('render pool', () => {
       await new Promise((resolve) => setTimeout(resolve, 3 * LOAD_SAMPLE_MS));
       await parse();
       assert.deepEqual([pool.stats.inline, pool.stats.pooled], [2, 1]);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('keeps small tasks inline while its threads are still loading, however busy the calling thread', async () => {
+    // Just after start the main thread is busiest and the threads not loaded yet (on a
+    // loaded CI machine a first request waited 2 s for them): the small task runs here.
+    const pool = new RenderPool({ workers: 1, queue: 4, timeoutMs: 30_000, inlineBytes: 1 << 20, busy: () => true });
+    const text = readFileSync(new URL('../../examples/worker.yaml', import.meta.url), 'utf8');
+    const parse = () => pool.run({ op: 'parse', text, syntax: 'yaml', limits }, text.length);
+    try {
+      const warming = pool.warm(); // the thread starts loading; it cannot have loaded yet
+      await parse();
+      assert.deepEqual([pool.stats.inline, pool.stats.pooled], [1, 0]);
+      await warming;
+      await parse();
+      assert.deepEqual([pool.stats.inline, pool.stats.pooled], [1, 1]);
     } finally {
       await pool.close();
     }
