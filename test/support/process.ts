@@ -8,11 +8,18 @@ import { after } from 'node:test';
 /** Services started by this test file and not yet exited. */
 const running = new Set<ChildProcessWithoutNullStreams>();
 
+/** Milliseconds a service may outlive its test file's tests before it is killed. */
+const LEFT_RUNNING_MS = 30_000;
+
 // A test that fails before it stops its service must not leave it running: its open
 // pipes would keep the test file's process alive, and the suite would never end (a CI
-// run timed out so). Whatever is still running when the file's tests end is killed.
+// run timed out so). Not at once when the tests end: the file's own `after` hooks,
+// which may run after this one, stop their services and check how they exited. The
+// timer does not keep the process alive, so it only fires if something else does.
 after(() => {
-  for (const child of running) child.kill('SIGKILL');
+  setTimeout(() => {
+    for (const child of running) child.kill('SIGKILL');
+  }, LEFT_RUNNING_MS).unref();
 });
 
 /** A started service process. */
