@@ -110,7 +110,7 @@ const isFailure = (v: unknown): v is TaskFailure => typeof v === 'object' && v !
 /** The pool; see the module comment. */
 export class RenderPool {
   readonly stats: RenderPoolStats = { inline: 0, pooled: 0, shed: 0, timedOut: 0 };
-  private piscina: Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | 'pong'> | undefined;
+  private piscina: Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | number> | undefined;
   private closed = false;
   private warming = false;
   /** Tasks handed to the workers and not yet settled. */
@@ -121,9 +121,12 @@ export class RenderPool {
   private closing: Promise<void> | undefined;
   private readonly busy: () => boolean;
   private sampler: NodeJS.Timeout | undefined;
-  /** Threads that have loaded the worker module (replacements included). */
-  private loaded = 0;
-  private onLoaded: (() => void) | undefined;
+  /**
+   * Threads known to have loaded the worker module: they answered a ping ({@link warm}).
+   * Not piscina's `workerCreate`: for the threads it starts with, piscina emits that at
+   * once, before they have loaded anything.
+   */
+  private readonly loaded = new Set<number>();
 
   constructor(readonly options: RenderPoolOptions) {
     this.busy = options.busy ?? (options.workers > 0 && options.inlineBytes > 0 ? this.sampleLoad() : () => false);
@@ -143,31 +146,25 @@ export class RenderPool {
 
   /**
    * Start the worker threads now and wait until every one has loaded the render
-   * pipeline (piscina reports a thread ready once it has imported the worker module),
-   * at most {@link WARM_MS}; a ping answered first shows that a thread can run tasks at
-   * all (a module that fails to load rejects it). No-op without workers. Never rejects
-   * (a failure to start shows on the first task).
+   * pipeline, at most {@link WARM_MS}: a thread answers a ping (with its id) only once it
+   * has imported the worker module, and pings go to the least busy thread, so one ping
+   * per thread not yet heard from, round after round, reaches each (a module that fails
+   * to load rejects it). No-op without workers. Never rejects (a failure to start shows
+   * on the first task).
    */
   async warm(): Promise<void> {
     if (this.options.workers === 0 || this.closed) return;
     const pool = this.threads();
     this.warming = true;
+    const until = Date.now() + WARM_MS;
     try {
-      await pool.run({ ping: true });
-      if (this.loaded < this.options.workers) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, WARM_MS).unref();
-          this.onLoaded = () => {
-            if (this.loaded < this.options.workers) return;
-            clearTimeout(timer);
-            resolve();
-          };
-        });
+      while (this.loaded.size < this.options.workers && Date.now() < until) {
+        const answers = await Promise.all(Array.from({ length: this.options.workers - this.loaded.size }, () => pool.run({ ping: true })));
+        for (const thread of answers) if (typeof thread === 'number') this.loaded.add(thread);
       }
     } catch {
       // reported by the tasks that follow
     } finally {
-      this.onLoaded = undefined;
       this.warming = false;
     }
   }
@@ -177,9 +174,9 @@ export class RenderPool {
     return this.warming;
   }
 
-  private threads(): Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | 'pong'> {
+  private threads(): Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | number> {
     if (this.piscina) return this.piscina;
-    const pool = new Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | 'pong'>({
+    const pool = new Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | number>({
       filename: (this.options.filename ?? WORKER_MODULE).href,
       minThreads: this.options.workers,
       maxThreads: this.options.workers,
@@ -187,10 +184,6 @@ export class RenderPool {
       maxQueue: Infinity,
       concurrentTasksPerWorker: TASKS_PER_WORKER,
       idleTimeout: Number.MAX_SAFE_INTEGER,
-    });
-    pool.on('workerCreate', () => {
-      this.loaded++;
-      this.onLoaded?.();
     });
     this.piscina = pool;
     return pool;
@@ -209,7 +202,7 @@ export class RenderPool {
    *   RenderTimeoutError; Error when the pool is closed.
    */
   async run<T extends Task>(task: T, size: number): Promise<TaskValue<T>> {
-    if (this.options.workers === 0 || (size <= this.options.inlineBytes && (!this.busy() || this.loaded < this.options.workers))) {
+    if (this.options.workers === 0 || (size <= this.options.inlineBytes && (!this.busy() || this.loaded.size < this.options.workers))) {
       this.stats.inline++;
       return runTask(task);
     }
@@ -233,7 +226,7 @@ export class RenderPool {
     // [0]: when the task started (ms since the epoch, 0 while waiting); [1]: the thread running it.
     const started = new BigInt64Array(new SharedArrayBuffer(16));
     const timer = this.deadline(started);
-    let value: TaskValue<Task> | TaskFailure | 'pong';
+    let value: TaskValue<Task> | TaskFailure | number;
     try {
       value = await pool.run({ task, started });
     } catch (e) {

@@ -19,7 +19,7 @@ export interface Envelope {
   started: BigInt64Array;
 }
 
-/** What the pool sends a thread to learn it has loaded this module (and so the render pipeline). */
+/** What the pool sends a thread to learn it has loaded this module (and so the render pipeline), and which thread it is. */
 export interface Ping {
   ping: true;
 }
@@ -32,10 +32,10 @@ export function markStarted(started: BigInt64Array): void {
 
 /**
  * Run one task (src/work/task.ts `runTask`); a failure is returned, not thrown. A
- * {@link Ping} is answered `'pong'`: the thread has loaded the pipeline.
+ * {@link Ping} is answered with this thread's id: it has loaded the pipeline.
  */
-export default function work(envelope: Envelope | Ping): TaskValue<Task> | TaskFailure | 'pong' {
-  if ('ping' in envelope) return 'pong';
+export default function work(envelope: Envelope | Ping): TaskValue<Task> | TaskFailure | number {
+  if ('ping' in envelope) return threadId;
   const { task, started } = envelope;
   markStarted(started);
   try {

@@ -5,7 +5,7 @@
  * endedAt }` (ms since the epoch).
  */
 import { threadId } from 'node:worker_threads';
-import work, { type Envelope, markStarted } from '../../src/work/worker.js';
+import work, { type Envelope, markStarted, type Ping } from '../../src/work/worker.js';
 
 // A thread that loads late: with SPIN_WORKER_SLOW_LOAD_MS set, threads of even id take
 // that long to import this module.
@@ -17,7 +17,9 @@ if (slowLoad > 0 && threadId % 2 === 0) {
   }
 }
 
-export default function spinOrWork(envelope: Envelope): unknown {
+export default function spinOrWork(envelope: Envelope | Ping): unknown {
+  // A ping (RenderPool.warm) and the real tasks go to the real worker.
+  if (!('task' in envelope)) return work(envelope);
   const task = envelope.task as Envelope['task'] | { op: 'spin'; ms?: number };
   if (task.op !== 'spin') return work(envelope);
   markStarted(envelope.started);
