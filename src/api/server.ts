@@ -489,7 +489,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     // second on a loaded machine, which shed a fresh process's first request). Until a
     // sample has measured only time after listening (two periods), a delay verdict does
     // not shed; the render queue bound still does.
-    let trustedFrom = Number.POSITIVE_INFINITY;
+    // Before listening (routes injected in tests) every verdict counts.
+    let trustedFrom = Number.NEGATIVE_INFINITY;
     app.addHook('onListen', (done) => {
       trustedFrom = performance.now() + 2 * PRESSURE_SAMPLE_MS;
       done();
@@ -499,7 +500,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       sampleInterval: PRESSURE_SAMPLE_MS,
       exposeStatusRoute: false,
       pressureHandler: async (_request, reply, type) => {
-        if (type === 'eventLoopDelay' && trustedFrom !== Number.POSITIVE_INFINITY && performance.now() < trustedFrom) return;
+        if (type === 'eventLoopDelay' && performance.now() < trustedFrom) return;
         void reply.header('retry-after', String(config.retryAfterSeconds));
         throw Object.assign(new Error('the service is overloaded'), { statusCode: 503 });
       },
