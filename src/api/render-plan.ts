@@ -72,13 +72,33 @@ export function askedIgnitionVersion(accept: string | undefined, ignitionVersion
   }
 }
 
+/** Plans per known request (a cached, immutable object) for a query that asks nothing, by Accept. */
+const plainPlans = new WeakMap<object, Map<string, RenderPlan>>();
+/** Accept values remembered per known request (a few clients ask the same way every time). */
+const PLANS_PER_REQUEST = 8;
+
 /**
  * The render of a known request for what the client negotiated: the cache key and the
- * options {@link renderNodeBootstrap} takes.
+ * options {@link renderNodeBootstrap} takes. A plan depends on nothing but its inputs,
+ * so for a query that asks nothing (`POST /v1/render` as clients send it) it is made
+ * once per known request and Accept value and then reused (a cache hit's plan, issue 15).
  *
  * @throws NotAcceptableError (406) when nothing acceptable is offered.
  */
 export function renderPlan(known: { req: NodeBootstrap; digest: string }, accept: string | undefined, query: DeliveryQuery): RenderPlan {
+  if (query.format !== undefined || query.ignitionVersion !== undefined || query.platform !== undefined || query.reportUrl !== undefined || (accept !== undefined && accept.length > 256)) {
+    return makePlan(known, accept, query);
+  }
+  let plans = plainPlans.get(known);
+  const memo = plans?.get(accept ?? '');
+  if (memo) return memo;
+  const plan = makePlan(known, accept, query);
+  if (!plans) plainPlans.set(known, (plans = new Map()));
+  if (plans.size < PLANS_PER_REQUEST) plans.set(accept ?? '', plan);
+  return plan;
+}
+
+function makePlan(known: { req: NodeBootstrap; digest: string }, accept: string | undefined, query: DeliveryQuery): RenderPlan {
   const n = negotiateOnce(query.format, accept, known.req.spec.output?.format ?? DEFAULT_FORMAT, targetOs(known.req).os);
   const requestedVersion = query.ignitionVersion ?? n.ignitionVersion;
   const key = renderKey(known.digest, n.format, requestedVersion, query.platform, query.reportUrl);

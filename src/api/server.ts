@@ -415,30 +415,23 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     bodies.close();
     done();
   });
+  // One callback-style onRequest hook (no promise per request, one hook call): this is
+  // the hot path of every route. On HTTPS, the plain-HTTP listener (plain.ts) serves the
+  // iPXE routes only.
+  const tls = options.tls !== undefined;
   app.addHook('onRequest', (request, reply, done) => {
     if (!request.raw.complete) bodies.watch(request, reply);
-    done();
-  });
-  // On HTTPS, the plain-HTTP listener (plain.ts) serves the iPXE routes only.
-  if (options.tls) {
-    app.addHook('onRequest', (request, reply, done) => {
-      if (isEncrypted(request.raw.socket) || PLAIN_ROUTES.has(request.routeOptions.url ?? '')) {
-        done();
-        return;
-      }
-      reply.header('x-request-id', request.id);
-      sendProblem(reply, 'not-found', 404, `only ${[...PLAIN_ROUTES].join(' and ')} are served over plain HTTP; use https`);
-    });
-  }
-  // Callback-style hooks (no promise per request): this is the hot path of every route.
-  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    if (tls && !isEncrypted(request.raw.socket) && !PLAIN_ROUTES.has(request.routeOptions.url ?? '')) {
+      sendProblem(reply, 'not-found', 404, `only ${[...PLAIN_ROUTES].join(' and ')} are served over plain HTTP; use https`);
+      return;
+    }
     const scope = request.routeOptions.config.scope;
     if (!scope) {
       done();
       return;
     }
-    const principal = tokens.authenticate(request.headers.authorization);
+    const principal = tokens.authenticateOn(request.raw.socket, request.headers.authorization);
     if (!principal) {
       reply.header('www-authenticate', 'Bearer realm="bootwright"');
       sendProblem(reply, 'unauthorized', 401, 'a valid bearer token is required (Authorization: Bearer <token>)');
@@ -476,6 +469,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     done(null, payload);
   });
   app.addHook('onResponse', (request, reply, done) => {
+    bodies.release(request);
     metrics.requestDuration.observe(
       { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(reply.statusCode) },
       reply.elapsedTime / 1000,
