@@ -72,7 +72,6 @@ export class TokenTable {
    */
   authenticateOn(connection: object, authorization: string | undefined): Principal | undefined {
     if (authorization === undefined) return undefined;
-    if (typeof connection !== 'object' || connection === null) return this.authenticate(authorization);
     const last = this.lastOn.get(connection);
     if (last !== undefined && sameString(authorization, last.header)) return last.principal;
     const principal = this.authenticate(authorization);

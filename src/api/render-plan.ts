@@ -93,7 +93,7 @@ export function renderPlan(known: { req: NodeBootstrap; digest: string }, accept
   const memo = plans?.get(accept ?? '');
   if (memo) return memo;
   const plan = makePlan(known, accept, query);
-  if (!plans) plainPlans.set(known, (plans = new Map()));
+  if (!plans) plainPlans.set(known, (plans = new Map<string, RenderPlan>()));
   if (plans.size < PLANS_PER_REQUEST) plans.set(accept ?? '', plan);
   return plan;
 }
