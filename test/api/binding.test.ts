@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildServer } from '../../src/api/server.js';
@@ -148,8 +149,12 @@ describe('firstFetchWins', () => {
     app = await service(dir, store, { firstFetchWins: true });
     try {
       assert.equal((await get(app, url, '10.0.0.5')).statusCode, 403, 'still refused after a restart');
-      // A fresh URL from /ipxe works once.
+      // A fresh URL from /ipxe works once. Expiries are whole seconds, so a URL signed
+      // in the same second as the first is the same URL (claimed): a machine's next boot
+      // comes seconds later, and so does this one.
+      await sleep(1000 - (Date.now() % 1000) + 10);
       const fresh = await bootUrl(app, '52-54-00-00-00-01', '10.0.0.5');
+      assert.notEqual(fresh.href, url.href);
       assert.equal((await get(app, fresh, '10.0.0.5')).statusCode, 200);
     } finally {
       await app.close();

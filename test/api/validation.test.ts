@@ -1,11 +1,14 @@
 /**
  * The routes' validator compiler (src/api/validation.ts): an empty query string skips a
- * schema only when that schema would have answered `{}` with `{}`.
+ * schema only when that schema would have answered `{}` with `{}`; headers are checked
+ * and never assigned back (an assigned `request.headers` is copied on every read).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import Fastify from 'fastify';
+import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { routeValidator } from '../../src/api/validation.js';
+import { PASSED, routeValidator } from '../../src/api/validation.js';
 
 const compile = (schema: z.ZodType, httpPart = 'querystring') => routeValidator({ schema, httpPart, url: '/x', method: 'GET' });
 
@@ -21,6 +24,27 @@ describe('route validation', () => {
   it('still refuses an empty query when a field is required, and applies defaults', () => {
     assert.ok('error' in compile(z.object({ machine: z.string() }))({}));
     assert.deepEqual((compile(z.object({ pointer: z.string().default('false') }))({}) as { value: unknown }).value, { pointer: 'false' });
+  });
+
+  it('checks headers without handing back a value to assign', () => {
+    const validate = compile(z.object({ 'if-match': z.string().optional() }), 'headers');
+    assert.equal(validate({ 'if-match': '"3"', host: 'x' }), PASSED);
+    assert.ok(!('value' in validate({})));
+    assert.ok('error' in validate({ 'if-match': 3 }));
+  });
+
+  it('a route with a headers schema reads the headers Node parsed, not a copy', async () => {
+    const app = Fastify().withTypeProvider<ZodTypeProvider>();
+    app.setValidatorCompiler(routeValidator);
+    app.setSerializerCompiler(serializerCompiler);
+    app.get('/x', { schema: { headers: z.object({ 'if-none-match': z.string().optional() }) } }, (request) => ({
+      same: request.headers === request.raw.headers,
+      tag: request.headers['if-none-match'] ?? null,
+      other: request.headers['x-other'] ?? null,
+    }));
+    const res = await app.inject({ url: '/x', headers: { 'if-none-match': '"a"', 'x-other': 'kept' } });
+    assert.deepEqual(res.json(), { same: true, tag: '"a"', other: 'kept' });
+    await app.close();
   });
 
   it('validates other parts as the zod type provider does', () => {

@@ -15,7 +15,7 @@
 import type { FastifyContextConfig } from 'fastify';
 import stringify from 'safe-stable-stringify';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
-import { routeValidator } from '../validation.js';
+import { PASSED, routeValidator } from '../validation.js';
 import { type ZodType, z } from 'zod';
 import { type FieldProblem, RequestError } from '../../errors.js';
 import { zodProblems } from '../../request/parse.js';
@@ -369,7 +369,7 @@ export const resourceRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ct
   yamlResponses(app);
   // Bodies are validated in the handler (readWrite), after secrets are put back and with
   // the NodeBootstrap's field paths; the body schema still documents them in OpenAPI.
-  app.setValidatorCompiler<ZodType>((route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : routeValidator(route)));
+  app.setValidatorCompiler<ZodType>((route) => (route.httpPart === 'body' ? () => PASSED : routeValidator(route)));
   for (const kind of Object.keys(RESOURCE_KINDS) as ResourceKind[]) kindRoutes(app, ctx, kind);
   done();
 };
