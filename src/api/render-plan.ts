@@ -41,6 +41,9 @@ function renderKey(digest: string, format: OutputFormat, ignitionVersion: string
   return `${RENDERER_VERSION}|${format}|${version}|${platform === undefined ? '-' : String(platform)}|${digest}${report}`;
 }
 
+/** Accept values longer than this are negotiated afresh and never remembered (the caches hold the common few). */
+const REMEMBERED_ACCEPT_LENGTH = 256;
+
 /** Negotiation outcomes by (query format, Accept, default format, node OS): a handful of distinct clients ask the same way every time. */
 const negotiated = new LRUCache<string, Negotiated>({ max: 256 });
 
@@ -49,7 +52,7 @@ const servable: Record<TargetOs, OutputFormat[]> = { linux: formatsServedFor('li
 
 function negotiateOnce(queryFormat: OutputFormat | undefined, accept: string | undefined, fallback: OutputFormat, os: TargetOs): Negotiated {
   // Long or odd headers are negotiated afresh (and never cached): the cache holds the common few.
-  if (accept !== undefined && accept.length > 256) return negotiate(queryFormat, accept, fallback, undefined, servable[os]);
+  if (accept !== undefined && accept.length > REMEMBERED_ACCEPT_LENGTH) return negotiate(queryFormat, accept, fallback, undefined, servable[os]);
   const key = `${queryFormat ?? ''}|${fallback}|${os}|${accept ?? ''}`;
   let n = negotiated.get(key);
   if (!n) {
@@ -86,7 +89,7 @@ const PLANS_PER_REQUEST = 8;
  * @throws NotAcceptableError (406) when nothing acceptable is offered.
  */
 export function renderPlan(known: { req: NodeBootstrap; digest: string }, accept: string | undefined, query: DeliveryQuery): RenderPlan {
-  if (query.format !== undefined || query.ignitionVersion !== undefined || query.platform !== undefined || query.reportUrl !== undefined || (accept !== undefined && accept.length > 256)) {
+  if (query.format !== undefined || query.ignitionVersion !== undefined || query.platform !== undefined || query.reportUrl !== undefined || (accept !== undefined && accept.length > REMEMBERED_ACCEPT_LENGTH)) {
     return makePlan(known, accept, query);
   }
   let plans = plainPlans.get(known);

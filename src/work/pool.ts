@@ -35,6 +35,7 @@
  * or `worker.js` (dist/): whichever this module itself was loaded as. Workers inherit
  * the process's `execArgv`, so `node --import tsx` reaches them too.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Piscina } from 'piscina';
 import { rebuildError, runTask, type Task, type TaskFailure, type TaskValue } from './task.js';
 import type { Envelope, Ping } from './worker.js';
@@ -53,6 +54,8 @@ export const TASKS_PER_WORKER = 16;
 
 /** Milliseconds {@link RenderPool.warm} waits for every thread to load. */
 const WARM_MS = 60_000;
+/** Pause before the next round of pings when a round found no thread newly loaded (a thread still loading gets none, so the loaded ones would be pinged in a tight loop). */
+const WARM_RETRY_MS = 20;
 
 /** The main thread's event-loop utilisation (0–1) above which small tasks are pooled too. */
 export const BUSY_UTILIZATION = 0.5;
@@ -160,7 +163,9 @@ export class RenderPool {
     try {
       while (this.loaded.size < this.options.workers && Date.now() < until) {
         const answers = await Promise.all(Array.from({ length: this.options.workers - this.loaded.size }, () => pool.run({ ping: true })));
+        const before = this.loaded.size;
         for (const thread of answers) if (typeof thread === 'number') this.loaded.add(thread);
+        if (this.loaded.size === before) await sleep(WARM_RETRY_MS);
       }
     } catch {
       // reported by the tasks that follow
