@@ -24,6 +24,8 @@
  * request (its problem printed: title, detail, each field); 4 the service could not
  * be reached, did not answer in time, or failed (5xx).
  */
+// First: V8's heap settings hold before any other module allocates (src/heap.ts).
+import './heap.js';
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { EXIT, UsageError, commandHelp, overallHelp, parseCommand, type Command } from './cli/commands.js';

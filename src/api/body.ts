@@ -4,8 +4,9 @@
  * configured document limits held before anything else looks at the value).
  *
  * Two modes: `document` parses in the content-type parser (ordinary routes, validated
- * by their zod schema); `raw` hands the route the text itself, so a route with a cache
- * in front (`POST /v1/render`) can answer a repeated body without parsing it again.
+ * by their zod schema); `raw` hands the route the bytes themselves, so a route with a
+ * cache in front (`POST /v1/render`) can answer a repeated body without decoding or
+ * parsing it again.
  */
 import type { FastifyInstance } from 'fastify';
 import type { DocumentLimits } from '../request/bounds.js';
@@ -19,9 +20,12 @@ export const REQUEST_SYNTAX_OF: Record<string, RequestSyntax> = {
   'text/yaml': 'yaml',
 };
 
-/** A body not yet parsed: its text and syntax. */
+/**
+ * A body not yet decoded: its bytes and syntax. The `charset` parameter has been
+ * checked; the bytes are checked to be UTF-8 when decoded ({@link rawText}).
+ */
 export interface RawBody {
-  text: string;
+  bytes: Buffer;
   syntax: RequestSyntax;
 }
 
@@ -41,25 +45,46 @@ export class UnsupportedCharsetError extends Error {
  *   bytes that are not UTF-8 (never replaced by U+FFFD behind the caller's back).
  */
 export function decodeBody(contentType: string | undefined, body: Buffer): string {
-  const charset = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType ?? '')?.[1];
-  if (charset !== undefined && !/^utf-?8$/i.test(charset)) throw new UnsupportedCharsetError(charset.slice(0, 40));
+  checkCharset(contentType);
   return decodeUtf8(body);
 }
 
 /**
+ * The `charset` parameter of a body's media type, when given, must name UTF-8.
+ *
+ * @throws UnsupportedCharsetError (415) for another charset.
+ */
+function checkCharset(contentType: string | undefined): void {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType ?? '')?.[1];
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) throw new UnsupportedCharsetError(charset.slice(0, 40));
+}
+
+/**
+ * A raw body's text (a leading byte order mark dropped).
+ *
+ * @throws RequestError (400) for bytes that are not well-formed UTF-8.
+ */
+export function rawText(body: RawBody): string {
+  return decodeUtf8(body.bytes);
+}
+
+/**
  * Replace fastify's body parsers, in `app`'s encapsulation context, with ours: each
- * accepted media type is read as bytes within the body limit and decoded as UTF-8
- * ({@link decodeBody}), then either parsed by {@link parseDocument} under `limits`
- * (`document`) or passed on as a {@link RawBody} (`raw`). Any other media type is a 415.
- * A parse error answers before the route runs, with `Connection: close`.
+ * accepted media type is read as bytes within the body limit, its `charset` checked,
+ * then either decoded as UTF-8 ({@link decodeBody}) and parsed by {@link parseDocument}
+ * under `limits` (`document`), or passed on undecoded as a {@link RawBody} (`raw`: the
+ * route decodes it with {@link rawText} when it needs the text). Any other media type is
+ * a 415. A parse error answers before the route runs, with `Connection: close`.
  */
 export function registerBodyParsers(app: FastifyInstance, mode: 'document' | 'raw', limits: DocumentLimits): void {
   app.removeAllContentTypeParsers();
   for (const [mediaType, syntax] of Object.entries(REQUEST_SYNTAX_OF)) {
     app.addContentTypeParser(mediaType, { parseAs: 'buffer' }, (request, body, done) => {
       try {
-        const text = decodeBody(request.headers['content-type'], body as Buffer);
-        done(null, mode === 'raw' ? ({ text, syntax } satisfies RawBody) : parseDocument(text, syntax, limits));
+        if (mode === 'raw') {
+          checkCharset(request.headers['content-type']);
+          done(null, { bytes: body as Buffer, syntax } satisfies RawBody);
+        } else done(null, parseDocument(decodeBody(request.headers['content-type'], body as Buffer), syntax, limits));
       } catch (e) {
         done(e as Error, undefined);
       }

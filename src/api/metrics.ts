@@ -2,7 +2,8 @@
  * Prometheus metrics (prom-client), one registry per service instance. Labels never
  * carry secrets: routes are route patterns, not URLs.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { RequestDurations } from './durations.js';
 import type { RenderPool } from '../work/pool.js';
 import { PHASES, type FleetCounts } from '../store/status.js';
 import type { RenderCache } from './cache.js';
@@ -11,8 +12,8 @@ import type { Prerenderer } from './prerender.js';
 /** The service's metrics. */
 export interface Metrics {
   registry: Registry;
-  /** `http_request_duration_seconds{method, route, status_code}`. */
-  requestDuration: Histogram<'method' | 'route' | 'status_code'>;
+  /** `http_request_duration_seconds{method, route, status_code}` (src/api/durations.ts). */
+  requestDuration: RequestDurations;
   /** `bootwright_renders_total{format, version}`: renders served (cache hits included). */
   renders: Counter<'format' | 'version'>;
   /** `bootwright_storage_faults_total{code}`: requests answered 503 because the store failed (src/store/faults.ts codes). */
@@ -42,13 +43,8 @@ export type FleetSource = () => Promise<FleetCounts>;
 export function createMetrics(cache: RenderCache, pool?: RenderPool, prerender?: Prerenderer, fleet?: FleetSource): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const requestDuration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'HTTP request duration in seconds, by route pattern and status',
-    labelNames: ['method', 'route', 'status_code'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [registry],
-  });
+  const requestDuration = new RequestDurations([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]);
+  registry.registerMetric(requestDuration.asMetric());
   const renders = new Counter({
     name: 'bootwright_renders_total',
     help: 'Bootstrap data served, by format and Ignition spec version (empty for cloud-config)',

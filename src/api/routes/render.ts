@@ -7,7 +7,7 @@ import { PASSED, routeValidator } from '../validation.js';
 import { type ZodType, z } from 'zod';
 import { documentLimits } from '../../config.js';
 import { nodeBootstrapInputSchema } from '../../request/capi/schema.js';
-import { type RawBody, registerBodyParsers } from '../body.js';
+import { type RawBody, rawText, registerBodyParsers } from '../body.js';
 import { deliveryHeaders, deliveryQuery, deliveryResponses, sendBootstrapData } from '../deliver.js';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import type { ServiceContext } from '../server.js';
@@ -65,16 +65,18 @@ export const renderRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx,
       },
     },
     (request, reply) => {
-      // The body arrives unparsed (see registerBodyParsers below): a repeated body is served
-      // from the cache without parsing; a new one is parsed and validated exactly as the CLI does.
-      // Parsing and validation of a new body run in the worker pool, sized by the body, and
-      // render it as this client negotiates in the same trip.
+      // The body arrives undecoded (see registerBodyParsers above): a repeated body is served
+      // from the cache by the digest of its bytes, neither decoded nor parsed; a new one is
+      // decoded here, then parsed and validated exactly as the CLI does. Parsing and
+      // validation of a new body run in the worker pool, sized by the body, and render it
+      // as this client negotiates in the same trip.
       const raw = request.body as unknown as RawBody;
-      const key = ctx.cache.bodyKey(raw.text, raw.syntax);
+      const key = ctx.cache.bodyKey(raw.bytes, raw.syntax);
       const known = ctx.cache.peekBody(key);
       if (known) return sendBootstrapData(ctx, request, reply, known, request.query);
+      const text = rawText(raw);
       return ctx.cache
-        .request(key, () => ctx.pool.run({ op: 'parse', text: raw.text, syntax: raw.syntax, limits, render: { accept: request.headers.accept, query: request.query } }, raw.text.length))
+        .request(key, () => ctx.pool.run({ op: 'parse', text, syntax: raw.syntax, limits, render: { accept: request.headers.accept, query: request.query } }, raw.bytes.length))
         .then((loaded) => sendBootstrapData(ctx, request, reply, loaded, request.query));
     },
   );
