@@ -140,6 +140,11 @@ export const configSchema = z.strictObject({
       }
     }, 'must be a postgres:// or postgresql:// URL')
     .optional(),
+  /**
+   * Most connections to PostgreSQL each process opens (node-postgres `Pool` `max`): every
+   * replica's, summed, must stay under the server's `max_connections`.
+   */
+  databasePoolSize: z.coerce.number().int().min(1).max(1000).default(10),
   /** Key for signed firmware URLs, hex or base64 (at least 32 bytes). Default: generated into the data directory. */
   urlSigningKey: z.string().optional(),
   /** Lifetime of signed firmware URLs, seconds. */
@@ -235,6 +240,7 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_DEFAULT_MACHINE: 'defaultMachine',
   BOOTWRIGHT_WRITE_CHECK_MAX_MACHINES: 'writeCheckMaxMachines',
   BOOTWRIGHT_DATABASE_URL: 'databaseUrl',
+  BOOTWRIGHT_DATABASE_POOL_SIZE: 'databasePoolSize',
   BOOTWRIGHT_UNAUTHENTICATED_WRITES_PER_MINUTE: 'unauthenticatedWritesPerMinute',
   BOOTWRIGHT_REFUSED_AUDIT_INTERVAL_SECONDS: 'refusedAuditIntervalSeconds',
   BOOTWRIGHT_DISCOVERED_MAX: 'discoveredMax',

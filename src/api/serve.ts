@@ -115,7 +115,7 @@ export async function serve(config: Config, graceMs = 10_000): Promise<FastifyIn
   let generated: ReturnType<typeof ensureAdminToken> | undefined;
   if (config.tokens.length === 0) generated = ensureAdminToken(config.dataDir);
   const setup = await tlsSetup(config);
-  const store = config.databaseUrl ? await openPostgresStore(config.databaseUrl) : await openSqliteStore(join(config.dataDir, SQLITE_FILE), { batchMs: config.sqliteBatchMs });
+  const store = config.databaseUrl ? await openPostgresStore(config.databaseUrl, { poolSize: config.databasePoolSize }) : await openSqliteStore(join(config.dataDir, SQLITE_FILE), { batchMs: config.sqliteBatchMs });
   let app: FastifyInstance;
   try {
     app = await buildServer({

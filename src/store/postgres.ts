@@ -19,6 +19,7 @@
  * Migrations run under a session advisory lock, so replicas starting together migrate once.
  */
 import { fileURLToPath } from 'node:url';
+import { hostname } from 'node:os';
 import pg from 'pg';
 import Postgrator from 'postgrator';
 import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
@@ -105,6 +106,14 @@ type Queryable = pg.Pool | pg.PoolClient;
 const ignore = (): void => undefined;
 
 /**
+ * The `application_name` of this process's connections: `bootwright PID HOST` (the
+ * server keeps its first 63 bytes, so the process id goes before the host name).
+ */
+export function applicationName(): string {
+  return `bootwright ${process.pid} ${hostname()}`;
+}
+
+/**
  * Open the PostgreSQL store at `url` and migrate it to the latest schema.
  *
  * @param url a `postgres://` or `postgresql://` connection URL.
@@ -117,6 +126,9 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
+    // What `pg_stat_activity` shows an operator for each connection: which process of
+    // which host (a pod's name in Kubernetes) holds it.
+    application_name: applicationName(),
     ...(schema !== undefined ? { options: `-c search_path=${schema}` } : {}),
   });
   // An idle connection dropped by the server must not crash the process; the next

@@ -6,15 +6,18 @@
  * - render caches stay correct across replicas (they are keyed by content, so a change
  *   made through one replica is never answered from the other's stale cache);
  * - `maxFetches` is exact across replicas under concurrent fetches;
- * - `If-Match` is exact across replicas under concurrent replaces.
+ * - `If-Match` is exact across replicas under concurrent replaces;
+ * - each names its connections (`application_name`) and holds no more of them than
+ *   `BOOTWRIGHT_DATABASE_POOL_SIZE`.
  * Skips loudly without a reachable PostgreSQL, fails under CI (test/support/postgres.ts).
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { testDatabase } from '../support/postgres.js';
 import { type ServeProcess, startProcess } from '../support/process.js';
 import { example } from '../support/requests.js';
@@ -53,7 +56,8 @@ if (url !== undefined) {
     for (let i = 0; i < 2; i++) {
       const dir = mkdtempSync(join(tmpdir(), 'bootwright-replica-'));
       dirs.push(dir);
-      procs.push(startProcess({ ...env, BOOTWRIGHT_DATA_DIR: dir }));
+      // Replica B holds at most two connections (BOOTWRIGHT_DATABASE_POOL_SIZE); A the default.
+      procs.push(startProcess({ ...env, BOOTWRIGHT_DATA_DIR: dir, ...(i === 1 ? { BOOTWRIGHT_DATABASE_POOL_SIZE: '2' } : {}) }));
     }
     [a, b] = (await Promise.all(procs.map((p) => p.port))).map((port) => `http://127.0.0.1:${port}`) as [string, string];
     await write(a, 'POST', 'clusters', 'Cluster', 'prod', { ...CLUSTER, name: 'prod' });
@@ -161,6 +165,33 @@ if (url !== undefined) {
       for (const r of results.filter((x) => x.status === 412)) assert.equal(r.headers.get('content-type'), 'application/problem+json; charset=utf-8');
       const current = await fetch(`${a}/v1/machines/race`, { headers: { authorization: `Bearer ${ADMIN}` } });
       assert.equal(current.headers.get('etag'), '"2"');
+    });
+
+    it("names its connections 'bootwright PID HOST' and holds no more than BOOTWRIGHT_DATABASE_POOL_SIZE of them under load", async () => {
+      const pidB = procs[1]!.child.pid!;
+      const watcher = new pg.Client({ connectionString: databaseUrl });
+      await watcher.connect();
+      try {
+        const held = async (pid: number) =>
+          Number((await watcher.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1", [`bootwright ${pid} ${hostname()}`])).rows[0]!.n);
+        let most = 0;
+        let sampling = true;
+        const sampler = (async () => {
+          while (sampling) most = Math.max(most, await held(pidB));
+        })();
+        // Reads that each take a connection: 60 at once, three times over.
+        for (let round = 0; round < 3; round++) {
+          const statuses = await Promise.all(Array.from({ length: 60 }, () => fetch(`${b}/v1/machines?limit=100`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.status)));
+          assert.deepEqual(new Set(statuses), new Set([200]));
+        }
+        sampling = false;
+        await sampler;
+        assert.ok(most >= 1, 'replica B was seen holding its connections');
+        assert.ok(most <= 2, `replica B held ${most} connections`);
+        assert.ok((await held(procs[0]!.child.pid!)) >= 1, "replica A's connections carry its own pid");
+      } finally {
+        await watcher.end();
+      }
     });
   });
 }
