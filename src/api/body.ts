@@ -44,7 +44,7 @@ export class UnsupportedCharsetError extends Error {
  * @throws UnsupportedCharsetError (415) for another charset; RequestError (400) for
  *   bytes that are not UTF-8 (never replaced by U+FFFD behind the caller's back).
  */
-export function decodeBody(contentType: string | undefined, body: Buffer): string {
+function decodeBody(contentType: string | undefined, body: Buffer): string {
   checkCharset(contentType);
   return decodeUtf8(body);
 }

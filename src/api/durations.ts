@@ -11,10 +11,10 @@
  * is a few additions to a typed array.
  *
  * The histogram joins the service's prom-client registry as a metric of its own
- * (`Registry.registerMetric`): at scrape time {@link RequestDurations.get} answers the
- * values a prom-client `Histogram` with these buckets would (cumulative `_bucket` per
- * `le`, then `+Inf`, `_sum` and `_count`, series in the order first seen), so `/metrics`
- * reads the same as before.
+ * (`Registry.registerMetric`): at scrape time {@link RequestDurations.getForPromString}
+ * answers the values a prom-client `Histogram` with these buckets would (cumulative
+ * `_bucket` per `le`, then `+Inf`, `_sum` and `_count`, series in the order first seen),
+ * so `/metrics` reads the same as before.
  */
 import type { Metric } from 'prom-client';
 

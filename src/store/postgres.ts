@@ -109,7 +109,7 @@ const ignore = (): void => undefined;
  * The `application_name` of this process's connections: `bootwright PID HOST` (the
  * server keeps its first 63 bytes, so the process id goes before the host name).
  */
-export function applicationName(): string {
+function applicationName(): string {
   return `bootwright ${process.pid} ${hostname()}`;
 }
 
