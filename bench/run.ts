@@ -8,6 +8,7 @@
  * BENCH_SCALE_MACHINES, machines in the large scale store (default 100000). PostgreSQL
  * sections use a throwaway database on BOOTWRIGHT_TEST_DATABASE_URL's server.
  */
+import { availableParallelism } from 'node:os';
 import { faultBenchmark } from './fault.js';
 import { hostileBenchmark } from './hostile.js';
 import { httpBenchmark } from './http.js';
@@ -26,6 +27,10 @@ const f = (n: number, d = 1) => n.toFixed(d);
 const machines = Number(process.env.BENCH_STORM_MACHINES ?? 10_000);
 const route = (routes: RouteFigure[], name: string) => routes.find((r) => r.route === name)!;
 const mib = (bytes: number) => f(bytes / 2 ** 20, 1);
+
+// The runtime every figure below comes from: the service processes run on this Node.js
+// too (process.execPath), and figures differ between runtimes (bench/README.md).
+console.log(`bootwright bench: Node.js ${process.version}, ${availableParallelism()} cores, ${new Date().toISOString()}`);
 
 if (run('render')) {
   console.log('# render (no cache)');
@@ -79,6 +84,8 @@ if (run('storm')) {
   console.log(`first-boot /ignition p99 / repeated boot's: ${f(p99(pr.first, '/ignition') / p99(pr.repeat, '/ignition'), 2)} (aim ≤ 1.5)`);
   console.log(`SQLite storm p99 per route (before issue 15, 10,000 machines: /boot.ipxe 1186.1, /ipxe 5624.9, /ignition 716.4 ms on a loaded machine; aim < 300 ms): ${['/boot.ipxe', '/ipxe', '/ignition'].map((n) => `${n} ${f(p99(sq, n), 1)}`).join(', ')}`);
   console.log(`SQLite storm p99 per route, pre-rendered first boot (the machines registered before they boot, as in a deployment; aim < 300 ms): ${['/boot.ipxe', '/ipxe', '/ignition'].map((n) => `${n} ${f(p99(pr.first, n), 1)}`).join(', ')}; ${f(pr.first.totalSeconds, 1)} s`);
+  const burst = (r: typeof sq) => `${f(route(r.routes, '/ignition').firstSecondP99Ms, 1)} / ${f(route(r.routes, '/ignition').laterP99Ms, 1)} ms`;
+  console.log(`/ignition p99, requests started in a storm's first second / after it: SQLite cold ${burst(sq)}; pre-rendered first boot ${burst(pr.first)}, repeated boot ${burst(pr.repeat)}`);
   console.log(`SQLite: /ignition ${f(s.ignitionRps, 0)} req/s vs POST /v1/render cache hit ${f(s.renderHitRps, 0)} req/s: ratio ${f(s.ignitionRps / s.renderHitRps, 2)}`);
 }
 

@@ -21,6 +21,13 @@ export interface RouteFigure {
   count: number;
   p50Ms: number;
   p99Ms: number;
+  /**
+   * p99 of the requests started in the storm's first second (every booting machine
+   * starts at once: the burst, which meets cold code in a fresh process), and of those
+   * started after it; NaN where there are none.
+   */
+  firstSecondP99Ms: number;
+  laterP99Ms: number;
 }
 
 /** What one storm measured. */
@@ -75,6 +82,9 @@ export async function bootStorm(base: string, indices: number[], options: StormO
   const dispatchers = Array.from({ length: slots }, () => new Agent({ connections: 1, keepAliveTimeout: 30_000 }));
   await Promise.all(dispatchers.map(async (dispatcher) => (await request(`${base}/healthz`, { dispatcher })).body.text()));
   const times: Record<string, number[]> = Object.fromEntries(ROUTES.map((r) => [r, []]));
+  /** When each answered request started, ms after the storm's start (parallel to `times`). */
+  const starts: Record<string, number[]> = Object.fromEntries(ROUTES.map((r) => [r, []]));
+  let start = 0;
   const booted = new Set<number>();
   const errorSamples: string[] = [];
   let errors = 0;
@@ -99,6 +109,7 @@ export async function bootStorm(base: string, indices: number[], options: StormO
       }
       if (answer) {
         times[route]!.push(performance.now() - t0);
+        starts[route]!.push(t0 - start);
         if (answer.status === 200) return answer.text;
         failure = `${route}: ${answer.status} ${answer.text.slice(0, 200)}`;
         if (answer.status < 500) throw new Error(failure);
@@ -126,7 +137,7 @@ export async function bootStorm(base: string, indices: number[], options: StormO
     options.onProgress?.(++finished);
   };
 
-  const t0 = performance.now();
+  start = performance.now();
   let next = 0;
   try {
     await Promise.all(
@@ -137,7 +148,8 @@ export async function bootStorm(base: string, indices: number[], options: StormO
   } finally {
     await Promise.all(dispatchers.map((d) => d.close()));
   }
-  const totalSeconds = (performance.now() - t0) / 1000;
+  const totalSeconds = (performance.now() - start) / 1000;
+  const p99Of = (values: number[]) => percentile([...values].sort((a, b) => a - b), 99);
   return {
     machines: indices.length,
     concurrency,
@@ -147,8 +159,11 @@ export async function bootStorm(base: string, indices: number[], options: StormO
     booted,
     errorSamples,
     routes: ROUTES.map((route) => {
-      const sorted = [...times[route]!].sort((a, b) => a - b);
-      return { route, count: sorted.length, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99) };
+      const all = times[route]!;
+      const sorted = [...all].sort((a, b) => a - b);
+      const first = all.filter((_, i) => starts[route]![i]! < 1000);
+      const later = all.filter((_, i) => starts[route]![i]! >= 1000);
+      return { route, count: sorted.length, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), firstSecondP99Ms: p99Of(first), laterP99Ms: p99Of(later) };
     }),
   };
 }

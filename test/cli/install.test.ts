@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
@@ -27,7 +27,18 @@ describe('bootwright on PATH', { skip: built ? false : missingDependency('dist/ 
   });
 
   it('npx bootwright runs the clone\'s own CLI', () => {
-    const r = spawnSync('npx', ['--no-install', 'bootwright', 'render', 'examples/worker.yaml', '--format', 'ignition'], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+    // npm 11 links a project's own bin into its npx cache the first time it is asked,
+    // and never again: asked before `npm run build` (no dist/cli.js yet), that cache
+    // keeps a package without its bin, and every later `npx bootwright` is "not found".
+    // So a cache of its own, and offline: nothing may come from the registry.
+    const cache = mkdtempSync(join(tmpdir(), 'bootwright-npx-cache-'));
+    const r = spawnSync('npx', ['--offline', 'bootwright', 'render', 'examples/worker.yaml', '--format', 'ignition'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 120_000,
+      env: { ...process.env, npm_config_cache: cache },
+    });
+    rmSync(cache, { recursive: true, force: true });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /^\{"ignition":\{"version":"3\.0\.0"\}/);
   });
