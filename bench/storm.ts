@@ -84,7 +84,8 @@ export async function bootStorm(base: string, indices: number[], options: StormO
   const times: Record<string, number[]> = Object.fromEntries(ROUTES.map((r) => [r, []]));
   /** When each answered request started, ms after the storm's start (parallel to `times`). */
   const starts: Record<string, number[]> = Object.fromEntries(ROUTES.map((r) => [r, []]));
-  let start = 0;
+  // The clock starts here, with every connection open; the first machines start below.
+  const start = performance.now();
   const booted = new Set<number>();
   const errorSamples: string[] = [];
   let errors = 0;
@@ -137,7 +138,6 @@ export async function bootStorm(base: string, indices: number[], options: StormO
     options.onProgress?.(++finished);
   };
 
-  start = performance.now();
   let next = 0;
   try {
     await Promise.all(
