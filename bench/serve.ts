@@ -1,11 +1,28 @@
 /**
- * `bootwright serve` as a separate process for the benchmarks: loopback, logs at warn,
- * rate limits and overload shedding off, a known admin token, and the process's memory
- * figures from /proc (Linux).
+ * `bootwright serve` as a separate process for the benchmarks, run from the build
+ * (`dist/`): loopback, logs at warn, rate limits and overload shedding off, a known
+ * admin token, and the process's memory figures from /proc (Linux).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The node arguments that start `bootwright serve` as it ships: the built JavaScript
+ * (`dist/cli.js`, the container image's command), not the TypeScript sources under tsx.
+ * On Node.js 24 a cold storm under tsx took 3–11 % longer than the same code built
+ * (three alternating pairs, 10,000 machines: 9.4–9.7 s against 8.5–9.2 s; `/ignition`
+ * p99 272–319 ms against 220–296 ms; bench/README.md, stop 26). `npm run bench` builds
+ * first.
+ *
+ * @throws Error when `dist/cli.js` is missing (run `npm run build`)
+ */
+export function serveArgs(): string[] {
+  const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+  if (!existsSync(cli)) throw new Error('dist/cli.js is missing: run `npm run build` (npm run bench builds first)');
+  return [cli, 'serve'];
+}
 
 /** The admin token every benchmark server accepts. */
 export const BENCH_TOKEN = 'bench-admin-token-0123456789abcdef';
@@ -29,18 +46,20 @@ export interface BenchServer {
 }
 
 /**
- * Start `bootwright serve` on `port` and wait until `/readyz` answers 200 (at most 30 s).
+ * Start `bootwright serve` ({@link serveArgs}) on `port` and wait until `/readyz`
+ * answers 200 (at most 30 s).
  *
  * @param env extra BOOTWRIGHT_* variables: BOOTWRIGHT_DATA_DIR, and
  *   BOOTWRIGHT_DATABASE_URL / BOOTWRIGHT_URL_SIGNING_KEY / BOOTWRIGHT_PUBLIC_URL (the
  *   proxy's; default the server's own address) for PostgreSQL replicas.
  * `BENCH_SERVE_NODE_ARGS` (space-separated) goes before the script: Node flags for
  * profiling a bench's servers, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
- * @throws Error when the process exits or is not ready in time (it is killed).
+ * @throws Error when `dist/cli.js` is missing, or the process exits or is not ready in
+ *   time (it is killed).
  */
 export async function startServe(port: number, env: Record<string, string>): Promise<BenchServer> {
   const nodeArgs = (process.env.BENCH_SERVE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/cli.ts', 'serve'], {
+  const child = spawn(process.execPath, [...nodeArgs, ...serveArgs()], {
     env: {
       ...process.env,
       BOOTWRIGHT_HOST: '127.0.0.1',
