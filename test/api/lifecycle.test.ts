@@ -58,9 +58,14 @@ interface Status {
   served?: { revision: number; sha256: string; format: string; ignitionVersion?: string; time: string };
   lastReport?: { outcome: string; exitCode?: number; output: string; time: string };
 }
+/** A machine's status as `GET /v1/machines/{name}` reads it, checked to be what the list (`bootwright get machines`) shows too. */
 const status = async (name: string): Promise<Status> => {
   const res = await api('GET', `/v1/machines/${name}`, undefined, READER);
   assert.equal(res.status, 200, res.text);
+  const list = await api('GET', '/v1/machines?limit=1000', undefined, READER);
+  assert.equal(list.status, 200, list.text);
+  const item = (list.json.items as { metadata: { name: string }; status: Status }[]).find((m) => m.metadata.name === name);
+  assert.deepEqual(item?.status, res.json.status, 'the list carries the same live status as the single read');
   return res.json.status as Status;
 };
 

@@ -173,6 +173,20 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
   const store = ctx.store;
   const writeConfig: FastifyContextConfig = kind === 'Machine' ? MACHINE_WRITE : { scope: 'write' };
   const writeScopes = kind === 'Machine' ? ' Needs the `write` and `render` scopes: ' + MACHINE_WRITE.scopeReason + '.' : '';
+  /**
+   * Machines as read documents with their live lifecycle in `status` (phase,
+   * transitions, what was served, the last report; src/store/status.ts
+   * `machineStatus`), from one read of their status rows, so a page costs one query
+   * more, not one per machine. A machine never booted reads `Registered`.
+   */
+  const withLiveStatus = async (machines: readonly StoredResource[]) => {
+    const records = await store.statuses(machines.map((m) => m.name));
+    const now = new Date();
+    return machines.map((m) => {
+      const document = toReadDocument(m);
+      return { ...document, status: { ...document.status!, ...machineStatus(records.get(m.name), now, ctx.config.reportTimeoutSeconds) } };
+    });
+  };
 
   app.post(
     base,
@@ -210,7 +224,9 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
         ...common,
         operationId: `list${kind}s`,
         summary: `List ${collection}`,
-        description: 'Pages by name; pass `metadata.continue` of a page as `?continue=` for the next. Secrets redacted.',
+        description:
+          'Pages by name; pass `metadata.continue` of a page as `?continue=` for the next. Secrets redacted.' +
+          (kind === 'Machine' ? ' Each machine carries its live `status` (phase, transitions, what was served, the last boot report), as a single read does.' : ''),
         querystring: z.object({
           limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).optional().describe(`items per page, 1 to ${MAX_LIST_LIMIT} (default 100)`),
           continue: z.string().optional().describe('the continue token of the previous page'),
@@ -231,7 +247,9 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
         apiVersion: RESOURCE_API_VERSION,
         kind: `${kind}List` as const,
         metadata: page.continue !== undefined ? { continue: page.continue } : {},
-        items: page.items.map(toReadDocument),
+        // A page of machines carries each one's live lifecycle, as a single GET does
+        // (one read of the page's status rows): `bootwright get machines` shows PHASE.
+        items: kind === 'Machine' ? await withLiveStatus(page.items) : page.items.map(toReadDocument),
       };
     },
   );
@@ -260,9 +278,7 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
         // The lifecycle changes without a new revision: a machine is never answered 304,
         // and its ETag names the spec revision only (for If-Match).
         void reply.header('cache-control', 'no-store');
-        const document = toReadDocument(current);
-        const records = await store.statuses([current.name]);
-        return { ...document, status: { ...document.status!, ...machineStatus(records.get(current.name), new Date(), ctx.config.reportTimeoutSeconds) } };
+        return (await withLiveStatus([current]))[0]!;
       }
       void reply.header('cache-control', 'private, no-cache');
       if (noneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
