@@ -183,7 +183,7 @@ export function negotiate(
     if (!alternative) throw new NotAcceptableError(`${versions.noun} ${version} is not served; bootwright serves ${versions.reader} ${versions.served}`);
     matches = matches.filter((m) => m !== versioned);
   }
-  if (matches.length === 0) throw new NotAcceptableError(`none of the offered media types is acceptable: ${OFFERED_MEDIA_TYPES.join(', ')}`);
+  if (matches.length === 0) throw new NotAcceptableError('the Accept header names no media type bootwright serves');
   const topQ = Math.max(...matches.map((m) => m.q));
   const top = matches.filter((m) => m.q === topQ);
   const exact = top.filter((m) => m.specificity === 3);

@@ -46,6 +46,7 @@ import { caRoutes } from './routes/ca.js';
 import { isEncrypted, PLAIN_ROUTES } from './plain.js';
 import { withExamples } from './openapi-examples.js';
 import { RenderOverloadedError, RenderPool, RenderTimeoutError } from '../work/pool.js';
+import { REPORT_PATH } from '../boot/sign.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -225,9 +226,16 @@ export function answerClientError(error: Error & { code?: string }, socket: Sock
   );
 }
 
+/** The subject of a schema validation's detail, by fastify's validation context (errors[] paths keep the context's name). */
+const VALIDATION_SUBJECT: Record<string, string> = {
+  body: 'the request body is',
+  params: 'the path parameters are',
+  querystring: 'the query string is',
+  headers: 'the request headers are',
+};
+
 /** fastify's own error codes for body handling, and what they become. */
 const FASTIFY_ERRORS: Record<string, [ProblemKind, number, string]> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: ['payload-too-large', 413, 'the request body is larger than the limit'],
   FST_ERR_CTP_INVALID_MEDIA_TYPE: ['unsupported-media-type', 415, `send the request as ${Object.keys(REQUEST_SYNTAX_OF).join(' or ')}`],
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: ['malformed-request', 400, 'Content-Length does not match the body'],
   FST_ERR_CTP_EMPTY_JSON_BODY: ['malformed-request', 400, 'the request body is empty'],
@@ -288,6 +296,13 @@ function handleError(this: { config: Config; metrics: Metrics }, error: FastifyE
   if (error instanceof NotAcceptableError) {
     return sendProblem(reply, 'not-acceptable', 406, `${error.detail}; offered: ${OFFERED_MEDIA_TYPES.join(', ')}`);
   }
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    // fastify checks the route's bodyLimit against Content-Length, then while reading.
+    const limit = request.routeOptions.bodyLimit;
+    const setting = request.routeOptions.url === REPORT_PATH ? 'BOOTWRIGHT_MAX_REPORT_BYTES' : limit === this.config.bodyLimit ? 'BOOTWRIGHT_BODY_LIMIT' : undefined;
+    const named = `${limit} bytes${setting ? ` (${setting})` : ''}`;
+    return sendProblem(reply, 'payload-too-large', 413, `the request body is larger than this route's limit of ${named}`, [{ path: 'body', message: `is over ${named}` }]);
+  }
   const known = error.code ? FASTIFY_ERRORS[error.code] : undefined;
   if (known) return sendProblem(reply, known[0], known[1], known[2]);
   if (error.validation) {
@@ -296,7 +311,7 @@ function handleError(this: { config: Config; metrics: Metrics }, error: FastifyE
       reply,
       'malformed-request',
       400,
-      `the ${where} is not valid`,
+      `${VALIDATION_SUBJECT[where] ?? `the ${where} is`} not valid`,
       error.validation.map((v) => ({ path: `${where}${v.instancePath.replaceAll('/', '.')}`, message: v.message ?? 'invalid' })),
     );
   }

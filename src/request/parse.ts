@@ -146,7 +146,8 @@ export function formatPath(path: readonly PropertyKey[]): string {
 
 /**
  * Turn zod issues into field problems: one per unknown key (`unknown field`), the
- * issue's own message otherwise. Paths are prefixed with `prefix` when given.
+ * issue's own message otherwise (`required` for a missing field: src/request/schema.ts
+ * sets zod's error map). Paths are prefixed with `prefix` when given.
  */
 export function zodProblems(error: z.ZodError, prefix = ''): FieldProblem[] {
   const join = (p: string) => (prefix && p ? `${prefix}${p.startsWith('[') ? '' : '.'}${p}` : prefix || p);
@@ -155,8 +156,6 @@ export function zodProblems(error: z.ZodError, prefix = ''): FieldProblem[] {
     const base = formatPath(issue.path);
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) problems.push({ path: join(base ? `${base}.${key}` : key), message: 'unknown field' });
-    } else if (issue.code === 'invalid_type' && issue.message.endsWith('received undefined')) {
-      problems.push({ path: join(base), message: 'required' });
     } else {
       problems.push({ path: join(base), message: issue.message });
     }

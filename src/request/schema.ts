@@ -10,6 +10,15 @@ import { z } from 'zod';
 import { OUTPUT_FORMATS } from '../provision/formats.js';
 import { TARGET_OS } from '../provision/plan/types.js';
 
+// A field that is missing reads "required", whatever its type: zod's own messages name
+// the type ("Invalid input: expected string, received undefined") or, for an enum,
+// the options ("Invalid option: expected one of …"), which told a user who left out
+// `role` or a signed URL's `sig` nothing about what was wrong. zod's global error map
+// (zod 4 `z.config`), set once for every schema of the process (request bodies, stored
+// documents, route parameters), since every validation imports this module; a schema's
+// own message still wins.
+z.config({ customError: (issue) => (issue.input === undefined && (issue.code === 'invalid_type' || issue.code === 'invalid_value') ? 'required' : undefined) });
+
 /** A DNS-1123 label (RFC 1123): lower-case alphanumerics and `-`, at most 63 characters. */
 const dns1123Label = z
   .string()

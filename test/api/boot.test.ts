@@ -197,6 +197,14 @@ describe('signed URLs', () => {
     bumped.searchParams.set('exp', String(Number(u.searchParams.get('exp')) + 1));
     const other = new URL(u);
     other.searchParams.set('machine', 'm3');
+    // A URL cut short (no sig): 400 naming the missing parameter.
+    const cut = new URL(u);
+    cut.searchParams.delete('sig');
+    const short = await fetchPath(cut.href);
+    assert.equal(short.status, 400);
+    const problem = JSON.parse(short.text) as { detail: string; errors: unknown };
+    assert.equal(problem.detail, 'the query string is not valid');
+    assert.deepEqual(problem.errors, [{ path: 'querystring.sig', message: 'required' }]);
     const { key } = loadOrCreateKey(dir);
     const expired = signedUrl('http://127.0.0.1', IGNITION_PATH, 'm1', key, 60, Date.now() / 1000 - 3600);
     for (const [what, bad, detail] of [
@@ -268,7 +276,9 @@ describe('signed URLs', () => {
       assert.equal(res.status, 200);
       assert.equal(res.text, '');
     }
-    assert.equal((await fetchPath(`${seed}secrets`)).status, 400);
+    const unknownFile = await fetchPath(`${seed}secrets`);
+    assert.equal(unknownFile.status, 400);
+    assert.equal((JSON.parse(unknownFile.text) as { detail: string }).detail, 'the path parameters are not valid');
     const stolen = new URL(seed);
     stolen.pathname = stolen.pathname.replace('/nocloud/m2/', '/nocloud/m3/');
     assert.equal((await fetchPath(`${stolen.href}user-data`)).status, 403);

@@ -235,6 +235,7 @@ describe('boot reports: refusals and bounds', () => {
     assert.equal((await status('node-ign')).lastReport!.output, '2');
     const huge = await post(url, `outcome=success&output=${'x'.repeat(20_000)}`);
     assert.equal(huge.status, 413);
+    assert.equal((JSON.parse(await huge.text()) as { detail: string }).detail, "the request body is larger than this route's limit of 16384 bytes (BOOTWRIGHT_MAX_REPORT_BYTES)");
   });
 
   it('POST /v1/render of a bare request carries no report; GET /v1/fleet and /metrics count phases and reports', async () => {

@@ -136,8 +136,10 @@ describe('POST /v1/render negotiation', () => {
       assert.equal(res.status, 406);
       assert.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8');
       assert.equal(res.headers.vary, 'Accept');
-      assert.match(res.body.detail, /offered: text\/cloud-config, application\/vnd\.coreos\.ignition\+json, application\/json/);
+      assert.match(res.body.detail, /offered: text\/cloud-config, application\/vnd\.coreos\.ignition\+json, application\/json$/);
     }
+    // The offered types are listed once (a new user saw them twice).
+    assert.equal((await postWorker('text/html')).body.detail, "the Accept header names no media type bootwright serves; offered: text/cloud-config, application/vnd.coreos.ignition+json, application/json");
   });
 
   it('application/json gives the envelope', async () => {
@@ -231,11 +233,22 @@ describe('POST /v1/render errors', () => {
       { path: 'spec.colour', message: 'unknown field' },
       { path: 'spec.role', message: 'Invalid option: expected one of "init"|"control-plane"|"worker"' },
     ]);
+    // A missing field reads "required", whatever its type (an enum's options named nothing missing).
+    const { role: _role, kubernetesVersion: _version, ...rest } = worker().spec as Record<string, unknown>;
+    const missing = await post().send({ ...worker(), spec: rest });
+    expectProblem(missing, 422, 'invalid-request');
+    assert.deepEqual([...(missing.body.errors as { path: string }[])].sort((a, b) => a.path.localeCompare(b.path)), [
+      { path: 'spec.kubernetesVersion', message: 'required' },
+      { path: 'spec.role', message: 'required' },
+    ]);
   });
 
   it('body over the limit: 413; unsupported media type: 415', async () => {
     const big = await post().set('content-type', 'application/json').send(JSON.stringify({ pad: 'x'.repeat(70 * 1024) }));
     expectProblem(big, 413, 'payload-too-large');
+    // The problem names the limit and the setting that raises it (the test service's 64 KiB).
+    assert.equal(big.body.detail, "the request body is larger than this route's limit of 65536 bytes (BOOTWRIGHT_BODY_LIMIT)");
+    assert.deepEqual(big.body.errors, [{ path: 'body', message: 'is over 65536 bytes (BOOTWRIGHT_BODY_LIMIT)' }]);
     const xml = await post().set('content-type', 'application/xml').send('<a/>');
     expectProblem(xml, 415, 'unsupported-media-type');
   });

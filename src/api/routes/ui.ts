@@ -37,7 +37,7 @@ import { fleetCounts } from './fleet.js';
 
 /** The session cookie's name. */
 export const COOKIE = 'bootwright_ui';
-/** Largest form body the page takes, bytes. */
+/** Largest form body the page takes, bytes (the form parser's and each form route's `bodyLimit`, which a 413 names). */
 const FORM_LIMIT = 16 * 1024;
 /** Machines, discovered entries, clusters and profiles shown per page. */
 const PAGE_ROWS = 100;
@@ -195,7 +195,7 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
     return send(request, reply, 200, `Machine ${machine.name}`, machineBody(machine, status, audit, revisions), { signedIn: true, script: true, csrf: formToken(ctx, s.token) });
   });
 
-  app.post('/ui/login', { schema: { ...hidden, body: z.object({ token: z.string().max(4096) }) } }, async (request, reply) => {
+  app.post('/ui/login', { bodyLimit: FORM_LIMIT, schema: { ...hidden, body: z.object({ token: z.string().max(4096) }) } }, async (request, reply) => {
     if (!sameOrigin(request)) return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page.'));
     const token = request.body.token.trim();
     const principal = /^[\x21-\x7e]+$/.test(token) ? ctx.tokens.authenticate(`Bearer ${token}`) : undefined;
@@ -205,7 +205,7 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
     return reply.code(303).header('location', '/ui').send();
   });
 
-  app.post('/ui/logout', { schema: { ...hidden, body: z.object({ csrf: z.string().optional() }) } }, async (request, reply) => {
+  app.post('/ui/logout', { bodyLimit: FORM_LIMIT, schema: { ...hidden, body: z.object({ csrf: z.string().optional() }) } }, async (request, reply) => {
     if (!sameOrigin(request)) return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page.'));
     void reply.header('set-cookie', `${COOKIE}=; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=0`);
     return reply.code(303).header('location', '/ui').send();
@@ -214,6 +214,7 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
   app.post(
     '/ui/enrol',
     {
+      bodyLimit: FORM_LIMIT,
       schema: {
         ...hidden,
         body: z.object({
