@@ -149,13 +149,43 @@ function usedSchemasOnly<T extends object>(doc: T): T {
   return { ...rest, components: { ...components, schemas: Object.fromEntries(kept.map((name) => [name, schemas[name]])) } } as T;
 }
 
+/** The shape of a URL signature (src/boot/sign.ts): HMAC-SHA256 in base64url, 43 characters. */
+const SIGNATURE_SHAPE = /^[A-Za-z0-9_-]{43}$/;
+
+/** `text` with its ASCII percent-escapes decoded (the router and the query parser decode them; a signature is ASCII). */
+const decodeAscii = (text: string) => text.replace(/%[0-7][0-9A-Fa-f]/g, (e) => String.fromCharCode(parseInt(e.slice(1), 16)));
+
+/** Whether a decoded path segment or query value has a signature's shape and is no DNS-1123 name (it has an upper-case letter or `_`). */
+const signatureLike = (decoded: string) => SIGNATURE_SHAPE.test(decoded) && /[A-Z_]/.test(decoded);
+
 /**
  * A signed firmware URL is a bearer credential until it expires: logs keep the route and
- * the machine, never the signature (`sig=` in the query, the signature segment of a
- * NoCloud seed path `/nocloud/ID/EXP/SIG/file`).
+ * the machine, never the signature. Judged on the URL as the router and the query parser
+ * read it (percent-escapes decoded: `%73ig=` is `sig=`, `/%6eocloud/` is `/nocloud/`),
+ * whatever route it reached (a 404 included), and redacted:
+ * - the value of every `sig` query parameter;
+ * - the signature segment of a NoCloud seed path (`…/nocloud/ID/EXP/SIG/…`);
+ * - any other path segment or query value shaped like a signature (43 base64url
+ *   characters with an upper-case letter or `_`: never a resource name).
+ * What is not redacted is logged as it came.
  */
 export function redactSignedUrl(url: string): string {
-  return url.replace(/([?&]sig=)[^&#]*/g, '$1[redacted]').replace(/^(\/nocloud\/[^/]+\/[^/]+\/)[^/?#]+/, '$1[redacted]');
+  const q = url.indexOf('?');
+  const segments = (q < 0 ? url : url.slice(0, q)).split('/');
+  const decoded = segments.map(decodeAscii);
+  const path = segments.map((raw, i) => (signatureLike(decoded[i]!) || (i >= 3 && decoded[i - 3] === 'nocloud') ? '[redacted]' : raw)).join('/');
+  if (q < 0) return path;
+  const query = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      if (eq < 0) return pair;
+      const key = decodeAscii(pair.slice(0, eq)).replaceAll('+', ' ');
+      return key === 'sig' || signatureLike(decodeAscii(pair.slice(eq + 1))) ? `${pair.slice(0, eq)}=[redacted]` : pair;
+    })
+    .join('&');
+  return `${path}?${query}`;
 }
 
 /** pino's request serializer, as fastify's default but with signed URLs redacted. */

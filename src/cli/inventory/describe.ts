@@ -9,7 +9,7 @@
  */
 import { EXIT, UsageError, type Command, type Parsed } from '../commands.js';
 import { clientFrom, CONNECTION_FLAGS } from './client.js';
-import { age, kindOf, orNone, type ResourceDocument, table } from './kinds.js';
+import { age, kindOf, orNone, printable, type ResourceDocument, table } from './kinds.js';
 
 /** `bootwright describe`. */
 export const DESCRIBE: Command = {
@@ -30,17 +30,29 @@ interface AuditRow {
   [detail: string]: unknown;
 }
 
-/** `key: value` lines of an object, nested values as JSON, indented. */
+/**
+ * `key: value` lines of an object, nested values as JSON, indented; a string of several
+ * lines (a boot report's output) as a `|` block indented under its key. Every line is
+ * {@link printable}.
+ */
 function fields(value: Record<string, unknown>, indent = '  '): string {
   const keys = Object.keys(value);
   const width = Math.max(0, ...keys.map((k) => k.length)) + 1;
-  return keys.map((k) => `${indent}${`${k}:`.padEnd(width)}  ${typeof value[k] === 'string' ? (value[k]) : JSON.stringify(value[k])}\n`).join('');
+  return keys
+    .map((k) => {
+      const v = value[k];
+      const head = `${indent}${`${k}:`.padEnd(width)}  `;
+      if (typeof v !== 'string') return `${head}${printable(JSON.stringify(v))}\n`;
+      if (!v.includes('\n')) return `${head}${printable(v)}\n`;
+      return `${head}|\n${v.replace(/\n$/, '').split('\n').map((line) => `${indent}    ${printable(line)}\n`).join('')}`;
+    })
+    .join('');
 }
 
-/** A block of `Label:  value` lines, aligned. */
+/** A block of `Label:  value` lines, aligned, each value {@link printable}. */
 function block(lines: [string, string][]): string {
   const width = Math.max(...lines.map(([k]) => k.length)) + 1;
-  return lines.map(([k, v]) => `${`${k}:`.padEnd(width)}  ${v}\n`).join('');
+  return lines.map(([k, v]) => `${`${k}:`.padEnd(width)}  ${printable(v)}\n`).join('');
 }
 
 /** Indent every line of a table. */

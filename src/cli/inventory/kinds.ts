@@ -71,8 +71,26 @@ export function age(fromIso: string, now: Date = new Date()): string {
   return `${Math.floor(d / 365)}y`;
 }
 
-/** Lines of a table: columns left-aligned, three spaces apart (kubectl's tabwriter padding). */
-export function table(header: string[], rows: string[][]): string {
+/** Characters a terminal acts on: C0 controls (line feed and tab too), DEL, C1 controls, and the Unicode line separators and bidirectional overrides. */
+const TERMINAL_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * `text` safe to print on an operator's terminal: every control character written as
+ * `\xHH` (`\uHHHH` above U+00FF). Values come from machines as well as operators (a
+ * host name sent to `/ipxe` by any client on the boot network, a boot report's output),
+ * and an escape sequence printed raw clears the screen, retitles the window or forges
+ * table rows.
+ */
+export function printable(text: string): string {
+  return text.replace(TERMINAL_CONTROLS, (c) => {
+    const code = c.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
+}
+
+/** Lines of a table: columns left-aligned, three spaces apart (kubectl's tabwriter padding), each cell {@link printable}. */
+export function table(header: string[], rawRows: string[][]): string {
+  const rows = rawRows.map((r) => r.map(printable));
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('   ').trimEnd();
   return [line(header), ...rows.map(line)].join('\n') + '\n';
