@@ -15,7 +15,7 @@ const signature = fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => Buf
 /** `text` with some of its characters percent-escaped (upper- or lower-case hex), as a client may send them. */
 const spelled = (text: string) =>
   fc.array(fc.constantFrom('raw', 'upper', 'lower'), { minLength: text.length, maxLength: text.length }).map((how) =>
-    [...text]
+    Array.from(text)
       .map((c, i) => {
         const hex = c.charCodeAt(0).toString(16).padStart(2, '0');
         return how[i] === 'raw' ? c : `%${how[i] === 'upper' ? hex.toUpperCase() : hex}`;
