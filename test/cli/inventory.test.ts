@@ -251,7 +251,7 @@ describe('enroll, describe, status, delete', () => {
     // (Host names are compared lower-cased, so stored so.)
     assert.ok(row?.includes(String.raw`\x1b[2j\x1b]0;t\x07evil\x0arack9-n9   <none>`), listed.stdout);
     assert.equal(listed.stdout.trimEnd().split('\n').length, 2, 'one header, one row: no forged line');
-    const id = /^(\d+) /.exec(row)![1]!;
+    const id = /^(\d+) /.exec(row ?? '')![1]!;
     assert.equal((await cli(['delete', 'discovered', id])).code, 0);
   });
 
