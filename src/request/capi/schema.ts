@@ -74,6 +74,28 @@ export type KubeadmConfigSpec = z.infer<typeof kubeadmConfigSpecSchema>;
  */
 const specOrEmpty = kubeadmConfigSpecSchema.prefault({});
 
+/** A field of a control plane's spec that is about its Machines, not a node's bootstrap data: accepted as it is, and read for nothing. */
+const machineField = z.unknown().optional();
+
+/**
+ * The rest of a KubeadmControlPlane's spec, and of a KubeadmControlPlaneTemplate's
+ * `template.spec` (Cluster API's KubeadmControlPlaneSpec and
+ * KubeadmControlPlaneTemplateResourceSpec): v1beta1's names and v1beta2's (which groups
+ * the rollout fields under `rollout` and renames the strategies). Named one by one, so a
+ * misspelt `kubeadmConfigSpec` is an unknown field rather than a spec silently empty.
+ */
+const controlPlaneMachineFields = {
+  machineTemplate: machineField,
+  rolloutBefore: machineField,
+  rolloutAfter: machineField,
+  rolloutStrategy: machineField,
+  remediationStrategy: machineField,
+  machineNamingStrategy: machineField,
+  rollout: machineField,
+  remediation: machineField,
+  machineNaming: machineField,
+};
+
 /** Object metadata as Kubernetes writes it; read for nothing, so left open. */
 const objectMeta = looseObject.optional();
 
@@ -93,19 +115,18 @@ export const kubeadmConfigObjectSchema = z
       metadata: objectMeta,
       spec: z.strictObject({ template: z.strictObject({ metadata: objectMeta, spec: specOrEmpty }).prefault({}) }).prefault({}),
     }),
-    // The rest of a KubeadmControlPlane's spec (replicas, machineTemplate, rollout…) is about Machines, not a node's bootstrap data.
     z.strictObject({
       apiVersion: z.enum(CONTROL_PLANE_API_VERSIONS),
       kind: z.literal('KubeadmControlPlane'),
       metadata: objectMeta,
-      spec: z.looseObject({ kubeadmConfigSpec: specOrEmpty, version: z.string().optional() }).prefault({}),
+      spec: z.strictObject({ kubeadmConfigSpec: specOrEmpty, version: z.string().optional(), replicas: machineField, ...controlPlaneMachineFields }).prefault({}),
       status: looseObject.optional(),
     }),
     z.strictObject({
       apiVersion: z.enum(CONTROL_PLANE_API_VERSIONS),
       kind: z.literal('KubeadmControlPlaneTemplate'),
       metadata: objectMeta,
-      spec: z.strictObject({ template: z.strictObject({ metadata: objectMeta, spec: z.looseObject({ kubeadmConfigSpec: specOrEmpty }).prefault({}) }).prefault({}) }).prefault({}),
+      spec: z.strictObject({ template: z.strictObject({ metadata: objectMeta, spec: z.strictObject({ kubeadmConfigSpec: specOrEmpty, ...controlPlaneMachineFields }).prefault({}) }).prefault({}) }).prefault({}),
     }),
   ])
   .meta({

@@ -172,6 +172,25 @@ describe('Cluster API input', () => {
       { path: 'spec.kubeadmConfig.spec.version', message: "is v1.32.0, but spec.kubernetesVersion is v1.33.2: a control plane node runs the KubeadmControlPlane's version" },
     ]);
     assert.deepEqual(problemsOf(() => validateNodeBootstrap(worker({ kubeadmConfig: controlPlaneObject('v1beta2') }))).map((p) => p.path), ['spec.kubeadmConfig.kind']);
+    // A misspelt kubeadmConfigSpec is an unknown field, not an empty spec rendered as a bare
+    // kubeadm init (an operator pass sent `kubeadmConfigspec` and got exit 0); the machine
+    // fields of either API version are accepted, and read for nothing.
+    for (const [kind, spec, at] of [
+      ['KubeadmControlPlane', { version: 'v1.33.2', replicas: 3, kubeadmConfigspec: { preKubeadmCommands: ['echo hi'] } }, 'spec.kubeadmConfig.spec.kubeadmConfigspec'],
+      ['KubeadmControlPlaneTemplate', { template: { spec: { kubeadmConfigSpecs: {}, rolloutStrategy: { type: 'RollingUpdate' } } } }, 'spec.kubeadmConfig.spec.template.spec.kubeadmConfigSpecs'],
+    ] as const) {
+      const typo = capiRequest('init', 'v1beta1');
+      delete typo.spec.kubeadmConfigSpec;
+      typo.spec.kubeadmConfig = { apiVersion: 'controlplane.cluster.x-k8s.io/v1beta1', kind, metadata: { name: 'cp' }, spec };
+      assert.deepEqual(problemsOf(() => validateNodeBootstrap(typo)), [{ path: at, message: 'unknown field' }], kind);
+    }
+    const machineFields = capiRequest('init', 'v1beta2');
+    delete machineFields.spec.kubeadmConfigSpec;
+    machineFields.spec.kubeadmConfig = {
+      ...controlPlaneObject('v1beta2'),
+      spec: { ...(controlPlaneObject('v1beta2').spec as Doc), rollout: { strategy: { type: 'RollingUpdate' } }, remediation: { maxRetry: 3 }, machineNaming: { template: '{{ .random }}' } },
+    };
+    assert.equal(render(machineFields).body, render(capiRequest('init', 'v1beta2')).body);
   });
 
   it('checks a KubeadmConfig against its apiVersion', () => {
