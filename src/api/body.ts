@@ -9,6 +9,7 @@
  * parsing it again.
  */
 import type { FastifyInstance } from 'fastify';
+import { RequestError } from '../errors.js';
 import type { DocumentLimits } from '../request/bounds.js';
 import { decodeUtf8, parseDocument, type RequestSyntax } from '../request/parse.js';
 
@@ -91,3 +92,57 @@ export function registerBodyParsers(app: FastifyInstance, mode: 'document' | 'ra
     });
   }
 }
+
+/** The HTML form media type (boot reports, the status page's forms). */
+export const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
+
+/**
+ * Parse an HTML form body (WHATWG `application/x-www-form-urlencoded`: `&`-separated
+ * `name=value`, `+` for a space, percent-escapes), strictly: the `charset` parameter,
+ * when given, must name UTF-8; the bytes, and what every percent-escape decodes to, must
+ * be well-formed UTF-8 (URLSearchParams would put U+FFFD in place of what is not, behind
+ * the sender's back); each name once.
+ *
+ * @throws UnsupportedCharsetError (415) for another charset; RequestError (400) for a
+ *   body or an escape that is not UTF-8, or a name given more than once (naming it)
+ */
+export function parseForm(contentType: string | undefined, body: Buffer): Record<string, string> {
+  checkCharset(contentType);
+  const text = decodeUtf8(body);
+  const out = Object.create(null) as Record<string, string>;
+  for (const pair of text.split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    const [rawName, rawValue] = eq < 0 ? [pair, ''] : [pair.slice(0, eq), pair.slice(eq + 1)];
+    const name = formDecode(rawName, rawName.slice(0, 40));
+    if (Object.hasOwn(out, name)) throw new RequestError([{ path: name, message: 'is given more than once' }], 400);
+    out[name] = formDecode(rawValue, name);
+  }
+  return out;
+}
+
+/** One form name or value decoded (`+` as a space, then percent-escapes as UTF-8). @throws RequestError (400) naming `field` */
+function formDecode(text: string, field: string): string {
+  const spaced = text.replaceAll('+', ' ');
+  try {
+    // A lone `%` (not an escape) stays as it is, as the WHATWG parser leaves it.
+    return decodeURIComponent(spaced.replace(/%(?![0-9A-Fa-f]{2})/g, '%25'));
+  } catch {
+    throw new RequestError([{ path: field, message: 'has a percent-escape that is not UTF-8' }], 400);
+  }
+}
+
+/**
+ * Take HTML form bodies in `app`'s encapsulation context ({@link parseForm}), within
+ * `bodyLimit` bytes when given (else the route's or the server's).
+ */
+export function registerFormParser(app: FastifyInstance, bodyLimit?: number): void {
+  app.addContentTypeParser(FORM_MEDIA_TYPE, { parseAs: 'buffer', ...(bodyLimit !== undefined ? { bodyLimit } : {}) }, (request, body, done) => {
+    try {
+      done(null, parseForm(request.headers['content-type'], body as Buffer));
+    } catch (e) {
+      done(e as Error, undefined);
+    }
+  });
+}
+

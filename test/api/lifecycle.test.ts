@@ -229,6 +229,14 @@ describe('boot reports: refusals and bounds', () => {
     assert.equal(bad.status, 400);
     const twice = await post(url, 'outcome=success&outcome=failure');
     assert.equal(twice.status, 400);
+    // Form bodies are UTF-8, strictly (an attacker pass got Latin-1 bytes stored as U+FFFD).
+    const form = (body: Uint8Array | string, type = 'application/x-www-form-urlencoded') => fetch(url, { method: 'POST', headers: { 'content-type': type }, body });
+    assert.equal((await form('outcome=success&output=caf%C3%A9', 'application/x-www-form-urlencoded; charset=iso-8859-1')).status, 415);
+    const latin1 = await form(Buffer.concat([Buffer.from('outcome=success&output='), Buffer.from([0xe9, 0xff])]));
+    assert.equal(latin1.status, 400);
+    const badEscape = await form('outcome=success&output=%E9%FF');
+    assert.equal(badEscape.status, 400);
+    assert.deepEqual((JSON.parse(await badEscape.text()) as { errors: unknown }).errors, [{ path: 'output', message: 'has a percent-escape that is not UTF-8' }]);
     // reportsPerFetch is 3 here: the fourth report since the fetch is a 429, and changes nothing.
     for (let i = 0; i < 3; i++) assert.equal((await post(url, `outcome=success&exitCode=0&output=${i}`)).status, 204);
     assert.equal((await post(url, 'outcome=failure&exitCode=1')).status, 429);

@@ -33,6 +33,7 @@ import { bindableClient, bootstrapUrl, IGNITION_PATH, NOCLOUD_FILES, nocloudPref
 import { createHash } from 'node:crypto';
 import { scrubSecrets } from '../../provision/plan/report.js';
 import { RequestError } from '../../errors.js';
+import { FORM_MEDIA_TYPE, registerFormParser } from '../body.js';
 import { UserDataLimitError } from '../../platform.js';
 import { NotFoundError } from '../../store/errors.js';
 import { storageFault } from '../../store/faults.js';
@@ -138,9 +139,6 @@ function sendScript(reply: FastifyReply, script: string, cacheControl: string): 
   return reply.header('content-type', SCRIPT_MEDIA_TYPE).header('cache-control', cacheControl).send(script);
 }
 
-/** The media type of an HTML form, what `curl --data-urlencode` sends. */
-export const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
-
 /**
  * A boot report as the node's script sends it (src/provision/plan/report.ts): form
  * fields or JSON. `exitCode` may be empty (the node could not tell).
@@ -156,31 +154,10 @@ export const bootReportSchema = z
   })
   .meta({ id: 'BootReport' });
 
-/**
- * Parse an HTML form body (WHATWG `application/x-www-form-urlencoded`, URLSearchParams):
- * each name once (a repeated name is a 400 naming it).
- *
- * @throws RequestError (400)
- */
-export function parseForm(text: string): Record<string, string> {
-  const out = Object.create(null) as Record<string, string>;
-  for (const [name, value] of new URLSearchParams(text)) {
-    if (Object.hasOwn(out, name)) throw new RequestError([{ path: name, message: 'is given more than once' }], 400);
-    out[name] = value;
-  }
-  return out;
-}
-
 /** The firmware-facing routes. */
 export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
   // Boot reports arrive as HTML forms (curl --data-urlencode); only POST /report takes a body here.
-  app.addContentTypeParser(FORM_MEDIA_TYPE, { parseAs: 'string' }, (_request, body, parsed) => {
-    try {
-      parsed(null, parseForm(body as string));
-    } catch (e) {
-      parsed(e as Error, undefined);
-    }
-  });
+  registerFormParser(app);
   /** The machine and route an answer is audited under (set by the handler before it answers). */
   const audited = new WeakMap<FastifyRequest, Audited>();
   const writes = new UnauthenticatedWrites(ctx.config, ctx.metrics);

@@ -32,7 +32,7 @@ import { checkWrite } from '../../store/writecheck.js';
 import { fleetBody, type Filters, loginBody, machineBody, type MachineRow, messageBody, page } from '../../ui/pages.js';
 import { hasScope, type Principal } from '../auth.js';
 import type { ServiceContext } from '../server.js';
-import { FORM_MEDIA_TYPE, parseForm } from './boot.js';
+import { registerFormParser } from '../body.js';
 import { fleetCounts } from './fleet.js';
 
 /** The session cookie's name. */
@@ -79,13 +79,7 @@ function sameOrigin(request: FastifyRequest): boolean {
 
 /** The UI routes. */
 export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, done) => {
-  app.addContentTypeParser(FORM_MEDIA_TYPE, { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_request, body, parsed) => {
-    try {
-      parsed(null, parseForm(body as string));
-    } catch (e) {
-      parsed(e as Error, undefined);
-    }
-  });
+  registerFormParser(app, FORM_LIMIT);
 
   const nonces = new WeakMap<FastifyRequest, string>();
   app.addHook('onRequest', (request, reply, next) => {

@@ -106,15 +106,27 @@ export function reportFile(report: PlanReport): PlanFile {
   };
 }
 
+/** A bootstrap token, `[a-z0-9]{6}.[a-z0-9]{16}` (kubeadm): its second half is the secret. */
+const BOOTSTRAP_TOKEN = /^[a-z0-9]{6}\.([a-z0-9]{16})$/;
+
+/** A PEM private key block, any type (`PRIVATE KEY`, `RSA PRIVATE KEY`, `EC PRIVATE KEY`). */
+const PEM_PRIVATE_KEY = /-----BEGIN ([A-Z ]*)PRIVATE KEY-----[\s\S]*?(-----END \1PRIVATE KEY-----|$)/g;
+
 /**
  * Remove what looks like a bootstrap token or a certificate key from text (the same
- * patterns the node's script scrubs, applied again by the service), and any of the
- * `known` secret values verbatim.
+ * patterns the node's script scrubs, applied again by the service), any PEM private key
+ * block (to its end, or to the end of the text when cut short), and any of the `known`
+ * secret values verbatim; a known bootstrap token's secret half on its own too (kubeadm
+ * prints it alone, e.g. in a `--token` it was given split).
  *
- * @param known secret strings to remove wherever they appear (empty strings ignored)
+ * @param known secret strings to remove wherever they appear (those under 6 characters ignored)
  */
 export function scrubSecrets(text: string, known: readonly string[] = []): string {
   let out = text;
-  for (const s of known) if (s.length >= 6) out = out.split(s).join('<redacted>');
-  return out.replace(/[a-z0-9]{6}\.[a-z0-9]{16}/g, '<redacted>').replace(/[0-9a-fA-F]{64}/g, '<redacted>');
+  const secrets = known.flatMap((s) => [s, ...(BOOTSTRAP_TOKEN.exec(s)?.slice(1) ?? [])]);
+  for (const s of secrets) if (s.length >= 6) out = out.split(s).join('<redacted>');
+  return out
+    .replace(PEM_PRIVATE_KEY, '<redacted>')
+    .replace(/[a-z0-9]{6}\.[a-z0-9]{16}/g, '<redacted>')
+    .replace(/[0-9a-fA-F]{64}/g, '<redacted>');
 }

@@ -47,4 +47,17 @@ describe('scrubSecrets', () => {
     );
     assert.equal(scrubSecrets('password s3cr3t-value here', ['s3cr3t-value']), 'password <redacted> here');
   });
+
+  it("removes a known bootstrap token's secret half on its own, and PEM private keys (an attacker pass found the half kept)", () => {
+    const lower = fc.constantFrom(...Array.from('abcdefghijklmnopqrstuvwxyz0123456789'));
+    fc.assert(
+      fc.property(fc.string({ unit: lower, minLength: 6, maxLength: 6 }), fc.string({ unit: lower, minLength: 16, maxLength: 16 }), fc.string(), (id, secret, around) => {
+        const out = scrubSecrets(`${around}--token ${id} ${secret}${around}`, [`${id}.${secret}`]);
+        assert.ok(!out.includes(secret), out);
+      }),
+    );
+    const pem = '-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg\n-----END EC PRIVATE KEY-----';
+    assert.equal(scrubSecrets(`key:\n${pem}\nnext line`), 'key:\n<redacted>\nnext line');
+    assert.equal(scrubSecrets('cut: -----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg'), 'cut: <redacted>');
+  });
 });
