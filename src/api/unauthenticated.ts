@@ -7,8 +7,8 @@
  *
  * - **per client address**: at most `unauthenticatedWritesPerMinute` in each minute
  *   (a fixed window per address);
- * - **sampling**: an identical refusal (same machine, route, address and status) is
- *   recorded once per `refusedAuditIntervalSeconds`.
+ * - **sampling**: an identical refusal (same machine, route, address, status and
+ *   reason) is recorded once per `refusedAuditIntervalSeconds`.
  *
  * The store bounds the rest (the discovered cap and both retentions, src/store/store.ts
  * `DiscoveredBounds`, `AuditBounds`). Every write not made is counted in
@@ -81,12 +81,14 @@ export class UnauthenticatedWrites {
 
   /**
    * Whether the audit row of a refusal may be written: not when an identical refusal
-   * was recorded within the sampling interval (counted as sampled), nor beyond the
-   * client's budget (counted as rate-limited).
+   * (same machine, route, address, status and reason) was recorded within the sampling
+   * interval (counted as sampled), nor beyond the client's budget (counted as
+   * rate-limited). The reason is part of what makes two refusals identical: a copied
+   * URL refused at another address must not hide behind a forged one refused first.
    */
-  admitRefusal(row: { machine: string; route: string; client: string; status: number }): boolean {
+  admitRefusal(row: { machine: string; route: string; client: string; status: number; reason?: string }): boolean {
     const interval = this.config.refusedAuditIntervalSeconds * 1000;
-    const key = `${row.machine}\n${row.route}\n${row.client}\n${row.status}`;
+    const key = `${row.machine}\n${row.route}\n${row.client}\n${row.status}\n${row.reason ?? ''}`;
     const t = this.now();
     if (interval > 0) {
       const last = this.refusals.get(key);

@@ -28,16 +28,20 @@ it('gives each address its budget per minute, anew each minute', async () => {
   assert.equal(await count('audit', 'rate-limited'), 1);
 });
 
-it('samples identical refusals once per interval; a different machine, address or status is not identical', async () => {
+it('samples identical refusals once per interval; a different machine, address, status or reason is not identical', async () => {
   const { w, count, advance } = writes(0, 60);
   assert.equal(w.admitRefusal(row('a')), true);
   assert.equal(w.admitRefusal(row('a')), false);
   assert.equal(w.admitRefusal(row('b')), true);
   assert.equal(w.admitRefusal(row('a', '10.0.0.2')), true);
   assert.equal(w.admitRefusal(row('a', '10.0.0.1', 404)), true);
+  // A copied URL refused at another address after a forged one (an attacker pass hid the first this way).
+  const forged = { ...row('c'), reason: 'the signature is not valid for this machine and route' };
+  const copied = { ...row('c'), reason: 'the URL is bound to the address that fetched the boot script' };
+  assert.deepEqual([w.admitRefusal(forged), w.admitRefusal(copied), w.admitRefusal(copied)], [true, true, false]);
   advance(60_000);
   assert.equal(w.admitRefusal(row('a')), true);
-  assert.equal(await count('audit', 'sampled'), 1);
+  assert.equal(await count('audit', 'sampled'), 2);
 });
 
 it('a rate-limited refusal is not remembered as recorded, and memory stays bounded', () => {
