@@ -178,6 +178,9 @@ export async function negotiatedRender(ctx: ServiceContext, request: FastifyRequ
  *
  * @param beforeSend called with the render just before the reply is sent (its onSend
  *   hooks then see what the caller recorded, e.g. the audit details)
+ * @param admit asked once the render succeeded, before anything is sent: false when
+ *   the caller has answered with a refusal instead (the firmware routes' fetch limits,
+ *   which a refused negotiation or render must not use up)
  * @throws NotAcceptableError (406) when nothing acceptable is offered; RequestError
  *   (422) naming the field for anything the builder or renderer cannot express;
  *   RenderOverloadedError, RenderTimeoutError (503) from the pool. A returned promise
@@ -190,15 +193,19 @@ export function sendBootstrapData(
   known: KnownRequest,
   query: DeliveryQuery,
   beforeSend?: (result: RenderResult) => void,
+  admit?: () => Promise<boolean>,
 ): void | Promise<void> {
   reply.header('vary', 'Accept');
   const plan = renderPlan(known, request.headers.accept, query);
   const rendered = cachedRender(ctx, known, plan);
-  if (!(rendered instanceof Promise)) {
+  if (!(rendered instanceof Promise) && admit === undefined) {
     send(ctx, request, reply, plan.n, rendered, beforeSend);
     return;
   }
-  return rendered.then((result) => send(ctx, request, reply, plan.n, result, beforeSend));
+  return Promise.resolve(rendered).then(async (result) => {
+    if (admit && !(await admit())) return;
+    send(ctx, request, reply, plan.n, result, beforeSend);
+  });
 }
 
 /** Send a render as negotiated: 200 with the payload and its ETag, or 304; `beforeSend` first. */

@@ -98,12 +98,20 @@ type SignedRefusal = 'client-address' | 'already-fetched';
  *
  * @throws as `sendBootstrapData`, except the platform's UserDataLimitError
  */
-async function sendTarget(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, known: KnownRequest, query: DeliveryQuery, beforeSend: (result: RenderResult) => void): Promise<void> {
+async function sendTarget(
+  ctx: ServiceContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  known: KnownRequest,
+  query: DeliveryQuery,
+  beforeSend: (result: RenderResult) => void,
+  admit: () => Promise<boolean>,
+): Promise<void> {
   try {
-    await sendBootstrapData(ctx, request, reply, known, query, beforeSend);
+    await sendBootstrapData(ctx, request, reply, known, query, beforeSend, admit);
   } catch (e) {
     if (!(e instanceof UserDataLimitError)) throw e;
-    await sendBootstrapData(ctx, request, reply, known, { ...query, platform: null }, beforeSend);
+    await sendBootstrapData(ctx, request, reply, known, { ...query, platform: null }, beforeSend, admit);
   }
 }
 
@@ -249,6 +257,18 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
     const key = createHash('sha256').update(`${route}\n${sig}`).digest('hex');
     if (await ctx.store.claimUrl(key, machine, Number(exp))) return true;
     refuseSigned(request, reply, route, 'already-fetched', 'this signed URL was fetched before, and first fetch wins (BOOTWRIGHT_FIRST_FETCH_WINS); boot again for a fresh one');
+    return false;
+  };
+
+  /**
+   * A secret-bearing fetch's limits, asked once its data is rendered (so a negotiation
+   * or render refused with a 406 or 422, which serves nothing, uses up neither): first
+   * fetch wins, then the machine's maxFetches. False when a refusal (403) was sent.
+   */
+  const claimFetch = async (request: FastifyRequest, reply: FastifyReply, entry: Audited, machine: StoredResource<MachineSpec>, route: string, exp: string, sig: string): Promise<boolean> => {
+    if (!(await firstFetch(request, reply, machine.name, route, exp, sig))) return false;
+    if (await takeFetch(machine)) return true;
+    refuse(entry, reply, FETCH_LIMIT);
     return false;
   };
 
@@ -406,11 +426,17 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const parts = await machineParts(ctx.store, name, undefined);
       const query = { format: 'ignition' as const, ignitionVersion, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), name, exp) };
       const known = await assembledRequest(ctx, parts, false, { accept: request.headers.accept, query });
-      if (!(await firstFetch(request, reply, name, IGNITION_PATH, exp, sig))) return reply;
-      if (!(await takeFetch(parts.machine))) return refuse(entry, reply, FETCH_LIMIT);
       // Signed, so a real machine's Ignition: later pre-renders render the spec it asked for.
       ctx.prerender.noteIgnitionVersion(askedIgnitionVersion(request.headers.accept, ignitionVersion));
-      await sendTarget(ctx, request, reply, known, query, (result) => Object.assign(entry, servedAs(parts.machine.revision, result)));
+      await sendTarget(
+        ctx,
+        request,
+        reply,
+        known,
+        query,
+        (result) => Object.assign(entry, servedAs(parts.machine.revision, result)),
+        () => claimFetch(request, reply, entry, parts.machine, IGNITION_PATH, exp, sig),
+      );
       return reply;
     },
   );
@@ -458,9 +484,15 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
         const parts = await machineParts(ctx.store, id, undefined);
         const query = { format: 'cloud-config' as const, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), id, exp) };
         const known = await assembledRequest(ctx, parts, false, { accept: request.headers.accept, query });
-        if (!(await firstFetch(request, reply, id, route, exp, sig))) return reply;
-        if (!(await takeFetch(parts.machine))) return refuse(entry, reply, FETCH_LIMIT);
-        await sendTarget(ctx, request, reply, known, query, (result) => Object.assign(entry, servedAs(parts.machine.revision, result)));
+        await sendTarget(
+          ctx,
+          request,
+          reply,
+          known,
+          query,
+          (result) => Object.assign(entry, servedAs(parts.machine.revision, result)),
+          () => claimFetch(request, reply, entry, parts.machine, route, exp, sig),
+        );
         return reply;
       }
       const machine = await ctx.store.get('Machine', id);
