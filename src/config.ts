@@ -176,8 +176,10 @@ export const configSchema = z.strictObject({
   assetsDir: z.string().min(1).optional(),
   /** Most discovered machines kept; sightings of new identities beyond it are counted, not written. */
   discoveredMax: z.coerce.number().int().min(1).default(10_000),
-  /** Most audit rows of refusals kept; the oldest beyond it are deleted (rows of served fetches never are). */
+  /** Most audit rows of refusals kept; the oldest beyond it are deleted. */
   refusedAuditMax: z.coerce.number().int().min(1).default(10_000),
+  /** Most audit rows of served answers kept per machine (its newest); the oldest beyond it are deleted as each new one is written. */
+  servedAuditMaxPerMachine: z.coerce.number().int().min(1).default(1000),
   /** Discovered machines not seen, and refusal audit rows older, than this many seconds are deleted. 0 keeps them. */
   unauthenticatedRetentionSeconds: z.coerce.number().int().min(0).default(30 * 24 * 3600),
   /**
@@ -246,6 +248,7 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_DISCOVERED_MAX: 'discoveredMax',
   BOOTWRIGHT_ASSETS_DIR: 'assetsDir',
   BOOTWRIGHT_REFUSED_AUDIT_MAX: 'refusedAuditMax',
+  BOOTWRIGHT_SERVED_AUDIT_MAX_PER_MACHINE: 'servedAuditMaxPerMachine',
   BOOTWRIGHT_UNAUTHENTICATED_RETENTION_SECONDS: 'unauthenticatedRetentionSeconds',
   BOOTWRIGHT_MAX_DEPTH: 'maxDepth',
   BOOTWRIGHT_MAX_NODES: 'maxNodes',

@@ -28,6 +28,7 @@ import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, se
 import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
 import {
   AUDIT_COLUMNS,
+  trimServedAuditSql,
   type AuditRow,
   auditValues,
   CURRENT_JOIN,
@@ -434,13 +435,15 @@ export class PostgresStore implements Store {
     const values = auditValues(entry, this.timestamp());
     const insert = `INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (${values.map((_v, i) => `$${i + 1}`).join(', ')})`;
     if (!isRefusal(entry.status)) {
-      if (!event) {
+      const max = bounds.maxServedPerMachine;
+      if (!event && max === undefined) {
         await this.pool.query(insert, values);
         return;
       }
       await this.transaction(async (client) => {
         await client.query(insert, values);
-        await this.applyStatus(client, entry.machine, event);
+        if (max !== undefined) await client.query(trimServedAuditSql(['$1', '$1'], '$2'), [entry.machine, max - 1]);
+        if (event) await this.applyStatus(client, entry.machine, event);
       });
       return;
     }

@@ -135,6 +135,19 @@ export function labelConditions(requirements: readonly LabelRequirement[], kind:
 /** The audit columns read back, in both stores (ids as numbers: PostgreSQL casts them). */
 export const AUDIT_COLUMNS = 'machine, route, client, status, at, user_agent, reason, revision, sha256, format, ignition_version, outcome';
 
+/**
+ * Delete a machine's audit rows of served answers (status below 400) older than its
+ * newest `keep`: the statement for both stores, given how each spells its placeholders
+ * for the machine (twice) and for `keep - 1`. The cut-off is found by walking at most
+ * `keep` of the machine's rows in the `(machine, id)` index.
+ */
+export function trimServedAuditSql(machine: [string, string], offset: string): string {
+  return (
+    `DELETE FROM audit WHERE machine = ${machine[0]} AND status < 400 AND id < ` +
+    `(SELECT id FROM audit WHERE machine = ${machine[1]} AND status < 400 ORDER BY id DESC LIMIT 1 OFFSET ${offset})`
+  );
+}
+
 /** An audit row as both stores return it. */
 export interface AuditRow {
   id: number;

@@ -97,6 +97,13 @@ export interface AuditBounds {
   maxRefused?: number;
   /** Delete refusal rows older than this many seconds (0 or absent: keep them). */
   retentionSeconds?: number;
+  /**
+   * For an answer that served: keep at most this many of the machine's rows of served
+   * answers (status below 400); after writing one, the oldest beyond it are deleted.
+   * Anyone on the boot network who knows a registered MAC address can have `/ipxe`
+   * served as often as it likes; this keeps what that writes bounded per machine.
+   */
+  maxServedPerMachine?: number;
 }
 
 /** Bounds on the discovered machines, which any unauthenticated `/ipxe` request can add. */
@@ -216,8 +223,9 @@ export interface Store {
   /**
    * Append an audit row. For a refusal ({@link isRefusal}), in the same transaction,
    * prune refusal rows past `bounds` (older than the retention, then the oldest beyond
-   * `maxRefused`, by a kept count: no scan of the rows); rows of answers that served
-   * are never deleted.
+   * `maxRefused`, by a kept count: no scan of the rows); for an answer that served, the
+   * machine's served rows beyond `maxServedPerMachine` (the newest that many kept: a walk
+   * of at most that many of its rows).
    *
    * @param event for an answer that served, the lifecycle event it causes, applied to
    *   the machine's status in the same transaction (as {@link updateStatus}): a boot

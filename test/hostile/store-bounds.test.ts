@@ -119,15 +119,17 @@ describe('audit rows of refusals', () => {
     }
   });
 
-  it('served fetches are never limited, sampled or pruned: each has its row', async () => {
-    const svc = await service({ unauthenticatedWritesPerMinute: 1, refusedAuditMax: 1 });
+  it('served fetches are never limited or sampled: each has its row, and a machine keeps its newest servedAuditMaxPerMachine', async () => {
+    // Anyone who knows a registered MAC address can have /ipxe served (an attacker pass
+    // wrote 1,000 rows in 7.5 s): the rows each served answer writes are bounded per machine.
+    const svc = await service({ unauthenticatedWritesPerMinute: 1, refusedAuditMax: 1, servedAuditMaxPerMachine: 15 });
     try {
       for (let i = 0; i < 5; i++) await get(svc.app, forged('m1'));
       const url = new URL(signedUrl('http://boot.example', IGNITION_PATH, 'm1', KEY, 3600));
       for (let i = 0; i < 10; i++) assert.equal((await get(svc.app, `${url.pathname}${url.search}`, '10.0.0.1', { accept: IGN })).statusCode, 200);
       for (let i = 0; i < 10; i++) assert.equal((await get(svc.app, '/ipxe?mac=52-54-00-00-00-01')).statusCode, 200);
       const rows = await svc.store.audit('m1', { limit: 1000 });
-      assert.equal(rows.filter((r) => r.status === 200 && r.route === IGNITION_PATH).length, 10);
+      assert.equal(rows.filter((r) => r.status === 200 && r.route === IGNITION_PATH).length, 5, 'the 5 newest of 10');
       assert.equal(rows.filter((r) => r.status === 200 && r.route === '/ipxe').length, 10);
       assert.equal(rows.filter((r) => r.status === 403).length, 1);
     } finally {
@@ -156,8 +158,8 @@ describe('the bounds’ variables', () => {
   it('are read from BOOTWRIGHT_*, with their defaults, and a bad value names the variable', () => {
     const defaults = loadConfig({});
     assert.deepEqual(
-      [defaults.unauthenticatedWritesPerMinute, defaults.refusedAuditIntervalSeconds, defaults.discoveredMax, defaults.refusedAuditMax, defaults.unauthenticatedRetentionSeconds],
-      [60, 60, 10_000, 10_000, 2_592_000],
+      [defaults.unauthenticatedWritesPerMinute, defaults.refusedAuditIntervalSeconds, defaults.discoveredMax, defaults.refusedAuditMax, defaults.unauthenticatedRetentionSeconds, defaults.servedAuditMaxPerMachine],
+      [60, 60, 10_000, 10_000, 2_592_000, 1000],
     );
     const set = loadConfig({
       BOOTWRIGHT_UNAUTHENTICATED_WRITES_PER_MINUTE: '0',
@@ -165,8 +167,9 @@ describe('the bounds’ variables', () => {
       BOOTWRIGHT_DISCOVERED_MAX: '100',
       BOOTWRIGHT_REFUSED_AUDIT_MAX: '200',
       BOOTWRIGHT_UNAUTHENTICATED_RETENTION_SECONDS: '3600',
+      BOOTWRIGHT_SERVED_AUDIT_MAX_PER_MACHINE: '50',
     });
-    assert.deepEqual([set.unauthenticatedWritesPerMinute, set.refusedAuditIntervalSeconds, set.discoveredMax, set.refusedAuditMax, set.unauthenticatedRetentionSeconds], [0, 5, 100, 200, 3600]);
+    assert.deepEqual([set.unauthenticatedWritesPerMinute, set.refusedAuditIntervalSeconds, set.discoveredMax, set.refusedAuditMax, set.unauthenticatedRetentionSeconds, set.servedAuditMaxPerMachine], [0, 5, 100, 200, 3600, 50]);
     assert.throws(() => loadConfig({ BOOTWRIGHT_DISCOVERED_MAX: '0' }), (e: Error) => e instanceof ConfigError && e.message.startsWith('discoveredMax (BOOTWRIGHT_DISCOVERED_MAX):'));
     assert.throws(() => loadConfig({ BOOTWRIGHT_UNAUTHENTICATED_WRITES_PER_MINUTE: 'lots' }), (e: Error) => e instanceof ConfigError && e.message.startsWith('unauthenticatedWritesPerMinute (BOOTWRIGHT_UNAUTHENTICATED_WRITES_PER_MINUTE):'));
   });

@@ -327,6 +327,19 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
         await assert.rejects(store.audit('node-1', { limit: 0 }), InvalidArgumentError);
       }));
 
+      it('keeps at most maxServedPerMachine served rows of a machine, its newest: other machines\' rows and its refusals stay', using(makeStore, async (store) => {
+        // An attacker pass had /ipxe served 1,000 times for a known MAC: 1,000 rows, unbounded.
+        await store.recordAudit({ machine: 'node-2', route: '/ipxe', client: '10.0.0.2', status: 200 }, { maxServedPerMachine: 3 });
+        await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 403 }, { maxRefused: 10 });
+        for (let i = 0; i < 5; i++) await store.recordAudit({ machine: 'node-1', route: '/ipxe', client: `10.0.0.${i}`, status: 200 }, { maxServedPerMachine: 3 }, { kind: 'booting' });
+        assert.deepEqual((await store.audit('node-1')).map((r) => `${r.status} ${r.client}`), ['200 10.0.0.4', '200 10.0.0.3', '200 10.0.0.2', '403 10.0.0.1']);
+        assert.equal((await store.audit('node-2')).length, 1);
+        // Without the bound (a caller that sets none), nothing is deleted.
+        await store.recordAudit({ machine: 'node-1', route: '/report', client: '10.0.0.9', status: 204 });
+        assert.equal((await store.audit('node-1')).length, 5);
+        assert.equal((await store.statuses(['node-1'])).get('node-1')!.phase, 'Booting', 'the lifecycle event applied alongside');
+      }));
+
       it('keeps at most maxRefused refusal rows, oldest deleted first, and never deletes a served fetch\'s row', using(makeStore, async (store) => {
         await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 200 });
         for (let i = 0; i < 6; i++) await store.recordAudit({ machine: `m${i}`, route: '/ignition', client: '10.0.0.9', status: 403 }, { maxRefused: 3 });

@@ -170,6 +170,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
   const audited = new WeakMap<FastifyRequest, Audited>();
   const writes = new UnauthenticatedWrites(ctx.config, ctx.metrics);
   const auditBounds = { maxRefused: ctx.config.refusedAuditMax, retentionSeconds: ctx.config.unauthenticatedRetentionSeconds };
+  const servedBounds = { maxServedPerMachine: ctx.config.servedAuditMaxPerMachine };
   const discoveredBounds = { max: ctx.config.discoveredMax, retentionSeconds: ctx.config.unauthenticatedRetentionSeconds };
   // onSend runs for every answer of these routes, error replies included, before the
   // bytes leave: the audit row exists by the time the client has its response. An
@@ -192,7 +193,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
     try {
       // A served answer moves the machine's lifecycle (a 304 too: the machine has the
       // data), in the audit row's transaction: one commit acknowledges the answer.
-      await (refusal ? ctx.store.recordAudit(row, auditBounds) : ctx.store.recordAudit(row, {}, a.event));
+      await (refusal ? ctx.store.recordAudit(row, auditBounds) : ctx.store.recordAudit(row, servedBounds, a.event));
     } catch (e) {
       const fault = storageFault(e);
       if (!refusal) return storageUnavailable(ctx, request, reply, fault ?? 'unknown');
