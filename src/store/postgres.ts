@@ -71,6 +71,9 @@ import {
   type WriteOptions,
 } from './store.js';
 
+/** {@link trimServedAuditSql} in PostgreSQL's placeholders: the machine, then the number of its newest served rows to keep less one. */
+const TRIM_SERVED_AUDIT = trimServedAuditSql(['$1', '$1'], '$2');
+
 /** Options of {@link openPostgresStore}. */
 export interface PostgresStoreOptions {
   /** The clock for timestamps (tests); default the system clock. */
@@ -442,7 +445,7 @@ export class PostgresStore implements Store {
       }
       await this.transaction(async (client) => {
         await client.query(insert, values);
-        if (max !== undefined) await client.query(trimServedAuditSql(['$1', '$1'], '$2'), [entry.machine, max - 1]);
+        if (max !== undefined) await client.query(TRIM_SERVED_AUDIT, [entry.machine, max - 1]);
         if (event) await this.applyStatus(client, entry.machine, event);
       });
       return;

@@ -273,6 +273,21 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
     return false;
   };
 
+  /**
+   * Send a secret-bearing fetch's data ({@link sendTarget}): audited with what was
+   * served, its limits claimed ({@link claimFetch}) once the data is rendered.
+   */
+  const sendSigned = (request: FastifyRequest, reply: FastifyReply, entry: Audited, machine: StoredResource<MachineSpec>, known: KnownRequest, query: DeliveryQuery, route: string, exp: string, sig: string) =>
+    sendTarget(
+      ctx,
+      request,
+      reply,
+      known,
+      query,
+      (result) => Object.assign(entry, servedAs(machine.revision, result)),
+      () => claimFetch(request, reply, entry, machine, route, exp, sig),
+    );
+
   app.get(
     '/boot.ipxe',
     {
@@ -429,15 +444,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const known = await assembledRequest(ctx, parts, false, { accept: request.headers.accept, query });
       // Signed, so a real machine's Ignition: later pre-renders render the spec it asked for.
       ctx.prerender.noteIgnitionVersion(askedIgnitionVersion(request.headers.accept, ignitionVersion));
-      await sendTarget(
-        ctx,
-        request,
-        reply,
-        known,
-        query,
-        (result) => Object.assign(entry, servedAs(parts.machine.revision, result)),
-        () => claimFetch(request, reply, entry, parts.machine, IGNITION_PATH, exp, sig),
-      );
+      await sendSigned(request, reply, entry, parts.machine, known, query, IGNITION_PATH, exp, sig);
       return reply;
     },
   );
@@ -485,15 +492,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
         const parts = await machineParts(ctx.store, id, undefined);
         const query = { format: 'cloud-config' as const, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), id, exp) };
         const known = await assembledRequest(ctx, parts, false, { accept: request.headers.accept, query });
-        await sendTarget(
-          ctx,
-          request,
-          reply,
-          known,
-          query,
-          (result) => Object.assign(entry, servedAs(parts.machine.revision, result)),
-          () => claimFetch(request, reply, entry, parts.machine, route, exp, sig),
-        );
+        await sendSigned(request, reply, entry, parts.machine, known, query, route, exp, sig);
         return reply;
       }
       const machine = await ctx.store.get('Machine', id);
