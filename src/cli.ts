@@ -12,6 +12,7 @@
  *   bootwright describe machine NAME
  *   bootwright enroll DISCOVERED --profile P --cluster C [--name N]
  *   bootwright status
+ *   bootwright upgrade check [--data-dir DIR] [-o table|json]   (before an upgrade; read-only)
  *   bootwright version | --version
  *   bootwright help [COMMAND] | COMMAND --help
  *
@@ -38,8 +39,10 @@ import { DESCRIBE, runDescribe } from './cli/inventory/describe.js';
 import { ENROLL, runEnroll } from './cli/inventory/enroll.js';
 import { GET, runGet } from './cli/inventory/get.js';
 import { runStatus, STATUS } from './cli/inventory/status.js';
+import { runUpgrade, UPGRADE } from './cli/upgrade.js';
 import { ConfigError } from './config.js';
 import { RequestError } from './errors.js';
+import { RULES_VERSION } from './rules.js';
 import { PACKAGE_VERSION, RENDERER_VERSION } from './version.js';
 
 /** `bootwright version`. */
@@ -61,7 +64,7 @@ const HELP: Command = {
 };
 
 /** Every command, in the order help lists them. */
-const COMMANDS: readonly Command[] = [RENDER, VALIDATE, SERVE, GET, APPLY, DELETE, DESCRIBE, ENROLL, STATUS, VERSION, HELP];
+const COMMANDS: readonly Command[] = [RENDER, VALIDATE, SERVE, GET, APPLY, DELETE, DESCRIBE, ENROLL, STATUS, UPGRADE, VERSION, HELP];
 
 /** A suggestion for a mistyped command: one whose name shares its first two letters. */
 function didYouMean(name: string): string {
@@ -122,8 +125,10 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
         return await runEnroll(parsed, out);
       case 'status':
         return await runStatus(parsed, out, err);
+      case 'upgrade':
+        return await runUpgrade(parsed, out);
       case 'version':
-        out.write(`bootwright ${PACKAGE_VERSION}\nrenderer: ${RENDERER_VERSION}\nnode: ${process.version}\n`);
+        out.write(`bootwright ${PACKAGE_VERSION}\nrenderer: ${RENDERER_VERSION}\nrules: ${RULES_VERSION}\nnode: ${process.version}\n`);
         return EXIT.ok;
       default: {
         const topic = parsed.positionals[0];

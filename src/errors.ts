@@ -4,10 +4,15 @@
  * field, not its content.
  */
 
-/** One problem with the request: `path` is the field (`spec.cluster.bootstrapToken`). */
+/**
+ * One problem with the request: `path` is the field (`spec.cluster.bootstrapToken`);
+ * `rule` names the refusal rule when a release after v0.1.0 brought it (src/rules.ts), so
+ * that what an earlier release stored is excused from it.
+ */
 export interface FieldProblem {
   path: string;
   message: string;
+  rule?: string;
 }
 
 /**

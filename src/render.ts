@@ -13,6 +13,7 @@ import { metadataNodeName, platformVariableProblems } from './provision/plan/boo
 import { buildPlan } from './provision/plan/build.js';
 import { selectProvisioner, servedVersion } from './provision/registry.js';
 import { clusterApiOrigin, rewriteProblems, rewriteText } from './request/capi/convert.js';
+import { Ratchet, type RuleLevels, type ToleratedProblem, toleratedWarning } from './rules.js';
 import type { NodeBootstrap, OutputFormat, Platform } from './request/schema.js';
 import { fitUserData } from './platform.js';
 
@@ -48,6 +49,12 @@ export interface RenderOptions {
    * (src/provision/plan/report.ts); absent for a bare render: no report.
    */
   reportUrl?: string;
+  /**
+   * The rules versions the stored machine's cluster, profile and machine were accepted
+   * under (src/rules.ts): a problem whose rule came in later is tolerated and reported
+   * in `tolerated` and `warnings`. Absent (a request that is not stored): every rule holds.
+   */
+  levels?: RuleLevels;
 }
 
 /** A finished render. */
@@ -73,6 +80,12 @@ export interface RenderResult {
   /** The version written, for a versioned format (the Ignition spec). */
   ignitionVersion?: IgnitionOutputVersion;
   warnings: string[];
+  /**
+   * What a stored machine was excused from ({@link RenderOptions.levels}): problems of
+   * rules that came in after its documents were stored (each also in `warnings`).
+   * Absent when none.
+   */
+  tolerated?: ToleratedProblem[];
 }
 
 /**
@@ -122,7 +135,7 @@ export function renderNodeBootstrap(req: NodeBootstrap, options: RenderOptions =
   try {
     const result = render(req, options);
     const rewrite = clusterApiOrigin(req);
-    return rewrite ? { ...result, warnings: result.warnings.map((w) => rewriteText(w, rewrite)) } : result;
+    return rewrite ? { ...result, warnings: result.warnings.map((w) => rewriteText(w, rewrite)), ...(result.tolerated ? { tolerated: rewriteProblems(result.tolerated, rewrite) } : {}) } : result;
   } catch (e) {
     // A request rewritten from Cluster API input: name the fields the caller wrote.
     const rewrite = e instanceof RequestError ? clusterApiOrigin(req) : undefined;
@@ -135,7 +148,8 @@ function render(req: NodeBootstrap, options: RenderOptions): RenderResult {
   const format = formatNamed(options.format ?? req.spec.output?.format ?? DEFAULT_FORMAT);
   const nodeName = metadataNodeName(req, format.name);
   const kubeadm = buildKubeadm(req, nodeName ? { nodeName: nodeName.value } : {});
-  const plan = buildPlan(req, kubeadm, { clusterApi: clusterApiOrigin(req) !== undefined, ...(nodeName ? { nodeName } : {}), ...(options.reportUrl !== undefined ? { report: { url: options.reportUrl } } : {}) });
+  const ratchet = new Ratchet(options.levels, format.name);
+  const plan = buildPlan(req, kubeadm, { clusterApi: clusterApiOrigin(req) !== undefined, ratchet, ...(nodeName ? { nodeName } : {}), ...(options.reportUrl !== undefined ? { report: { url: options.reportUrl } } : {}) });
   const platform = options.platform === undefined ? req.spec.output?.platform : (options.platform ?? undefined);
   const platformField = options.platform ? (options.platformField ?? 'platform') : 'spec.output.platform';
   // A metadata variable another platform's agent writes is never set there (Ignition reads them).
@@ -158,6 +172,7 @@ function render(req: NodeBootstrap, options: RenderOptions): RenderResult {
     size: bytes.length,
     kubeadmApiVersion: kubeadm.apiVersion,
     ...(out.version !== undefined ? { ignitionVersion: out.version as IgnitionOutputVersion } : {}),
-    warnings: [...plan.warnings, ...out.warnings, ...fitted.warnings],
+    warnings: [...plan.warnings, ...out.warnings, ...fitted.warnings, ...ratchet.tolerated.map(toleratedWarning)],
+    ...(ratchet.tolerated.length > 0 ? { tolerated: ratchet.tolerated } : {}),
   };
 }

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
  * bytes as new. `test/golden/LOCK` pins it to the goldens: a golden change without a
  * bump fails the golden test.
  */
-export const RENDERER_VERSION = '3';
+export const RENDERER_VERSION = '4';
 
 /**
  * The package's version (`package.json` `version`, semver), as `bootwright --version`

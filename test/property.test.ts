@@ -17,7 +17,7 @@ import { load, YAML11_SCHEMA } from 'js-yaml';
 import { RequestError } from '../src/errors.js';
 import { checkIgnitionRules } from '../src/provision/ignition/rules.js';
 import { renderNodeBootstrap } from '../src/render.js';
-import { GENERATED_PATH_PREFIXES } from '../src/request/checks.js';
+import { bootPathProblem } from '../src/provision/plan/protected.js';
 import { parseNodeBootstrap, validateNodeBootstrap } from '../src/request/parse.js';
 import { dumpYaml } from '../src/yaml/dump.js';
 import { cloudConfigFiles, ignitionFiles } from './support/decode.js';
@@ -145,9 +145,9 @@ interface ValidOptions {
   refusable?: boolean;
 }
 
-/** A path a valid request may give a file: not under the directories bootwright writes itself. */
+/** A path a valid request may give a file: none bootwright writes itself (src/provision/plan/protected.ts). */
 function pathOk(path: string): boolean {
-  return !GENERATED_PATH_PREFIXES.some((p) => path.startsWith(p)) && !OUTPUT_DIRECTORIES.includes(path);
+  return bootPathProblem(path, 'file') === undefined && !OUTPUT_DIRECTORIES.includes(path);
 }
 
 const opt = <T>(arb: fc.Arbitrary<T>, freq = 2) => fc.option(arb, { nil: undefined, freq });
@@ -496,7 +496,10 @@ async function checkIgnition(c: ValidCase, body: string, version: string): Promi
 
   const script = files.get('/etc/kubeadm/bootstrap.sh');
   assert.ok(script, 'bootstrap.sh');
-  const head = Buffer.concat([utf8('#!/bin/sh\n'), lines(c.pre)]);
+  // The groups script runs first when a user has groups (src/provision/ignition/groups.ts).
+  const users = ((c.value.spec as Obj).provisioning as { users?: { groups?: string; primaryGroup?: string }[] } | undefined)?.users ?? [];
+  const groups = users.some((u) => (u.groups ?? '').split(',').some((g) => g.trim() !== '') || u.primaryGroup !== undefined);
+  const head = Buffer.concat([utf8(`#!/bin/sh\n${groups ? '/bin/sh /etc/kubeadm/groups.sh\n' : ''}`), lines(c.pre)]);
   const tail = lines(c.post);
   assert.ok(script.length >= head.length + tail.length, 'bootstrap.sh too short');
   assert.ok(script.subarray(0, head.length).equals(head), 'bootstrap.sh starts with the pre commands, as given');
@@ -1062,7 +1065,7 @@ describe('regressions found by the properties', () => {
     // The node needs /etc/kubeadm (or /run/kubeadm, /run/cluster-api) to be the directory
     // of bootstrap.sh / kubeadm.yaml / the sentinel, so it cannot be the request's file.
     for (const path of ['/etc/kubeadm', '/run/kubeadm', '/run/cluster-api', '/etc/kubernetes/pki']) {
-      assert.throws(() => validateNodeBootstrap(worker({ files: [{ path, content: 'x' }] })), RequestError, path);
+      for (const format of ['cloud-config', 'ignition'] as const) assert.throws(() => renderNodeBootstrap(validateNodeBootstrap(worker({ files: [{ path, content: 'x' }] })), { format }), RequestError, path);
     }
   });
 

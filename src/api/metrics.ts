@@ -29,6 +29,12 @@ export interface Metrics {
   firmwareFetches: Counter<'route' | 'status'>;
   /** `bootwright_boot_reports_total{outcome}`: boot reports accepted, by outcome. */
   bootReports: Counter<'outcome'>;
+  /**
+   * `bootwright_tolerated_total{rule}` (issue 27): bootstrap data served to a machine
+   * whose stored documents break a rule that came in after they were written, by rule
+   * (src/rules.ts); `bootwright upgrade check` lists the machines.
+   */
+  tolerated: Counter<'rule'>;
 }
 
 /** Where the `bootwright_machines` gauge reads the fleet from at scrape time (set once the store is known). */
@@ -152,6 +158,12 @@ export function createMetrics(cache: RenderCache, pool?: RenderPool, prerender?:
     labelNames: ['outcome'] as const,
     registers: [registry],
   });
+  const tolerated = new Counter({
+    name: 'bootwright_tolerated_total',
+    help: 'Bootstrap data served to machines whose stored documents break a refusal rule that came in after they were written (served as before; refused on the next write), by rule',
+    labelNames: ['rule'] as const,
+    registers: [registry],
+  });
   if (fleet) {
     new Gauge({
       name: 'bootwright_machines',
@@ -166,5 +178,5 @@ export function createMetrics(cache: RenderCache, pool?: RenderPool, prerender?:
       },
     });
   }
-  return { registry, requestDuration, renders, storageFaults, droppedWrites, signedUrlRefused, firmwareFetches, bootReports };
+  return { registry, requestDuration, renders, storageFaults, droppedWrites, signedUrlRefused, firmwareFetches, bootReports, tolerated };
 }

@@ -8,6 +8,7 @@
  * The files ship with the package (package.json `files`). A copy without them gets a
  * document without examples, never an error.
  */
+import { RULES_VERSION } from '../rules.js';
 import { readFileSync } from 'node:fs';
 import { load } from 'js-yaml';
 import { jsonSafeSpec, toReadDocument, WRITE_DOCUMENTS } from '../store/documents.js';
@@ -59,6 +60,7 @@ export function operationExamples(): Record<string, OperationExamples> {
       revision: 1,
       spec: jsonSafeSpec(kind, spec),
       ...(kind === 'Machine' ? { refs: { clusterRevision: 1, profileRevision: 1 } } : {}),
+      rules: RULES_VERSION,
       createdAt: AT,
       updatedAt: AT,
     };

@@ -32,7 +32,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { bootFormat } from '../boot/ipxe.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { IGNITION_MEDIA_TYPE, servedIgnitionVersion } from '../render.js';
-import { machineParts, assembledRequest } from './routes/bootstrap.js';
+import { assembledRequest, machineParts, storedLevels } from './routes/bootstrap.js';
 import { cachedRender } from './deliver.js';
 import { renderPlan } from './render-plan.js';
 import type { FollowingRender } from '../work/task.js';
@@ -179,7 +179,7 @@ export class Prerenderer {
       // only with a public URL (else it takes the Host of the fetch).
       const base = this.ctx.config.publicUrl;
       const exp = String(Math.floor(Date.now() / 1000) + this.ctx.signing.lifetimeSeconds);
-      const report = base === undefined ? {} : { reportUrl: reportUrlFor(this.ctx, base, name, exp) };
+      const report = { ...(base === undefined ? {} : { reportUrl: reportUrlFor(this.ctx, base, name, exp) }), ...storedLevels(parts) };
       // What a boot asks (Accept and query), per variant; the first is rendered with the assembly.
       const asks: FollowingRender[] =
         bootFormat(parts.profile.spec.output?.format) === 'ignition'

@@ -35,7 +35,13 @@ export const problemSchema = z
     status: z.int(),
     detail: z.string(),
     errors: z
-      .array(z.object({ path: z.string().describe('the field, e.g. spec.cluster.bootstrapToken'), message: z.string() }))
+      .array(
+        z.object({
+          path: z.string().describe('the field, e.g. spec.cluster.bootstrapToken'),
+          message: z.string(),
+          rule: z.string().optional().describe('the refusal rule, when a release after v0.1.0 brought it (CHANGELOG.md): what an earlier release stored is excused from it'),
+        }),
+      )
       .optional()
       .describe('one entry per problem with the request'),
   })

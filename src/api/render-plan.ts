@@ -12,6 +12,7 @@ import type { TargetOs } from '../provision/plan/types.js';
 import { formatsServedFor } from '../provision/registry.js';
 import { type RenderOptions, servedIgnitionVersion } from '../render.js';
 import type { NodeBootstrap, OutputFormat, Platform } from '../request/schema.js';
+import type { RuleLevels } from '../rules.js';
 import { RENDERER_VERSION } from '../version.js';
 import { negotiate, type Negotiated } from './negotiate.js';
 
@@ -25,6 +26,8 @@ export interface DeliveryQuery {
   platform?: Platform | null | undefined;
   /** The machine's signed boot report URL, carried in the data (routes that serve a stored machine). */
   reportUrl?: string | undefined;
+  /** The rules versions of a stored machine's documents, when any is below this release's (src/rules.ts): what they are excused from. */
+  levels?: RuleLevels | undefined;
 }
 
 /**
@@ -32,13 +35,15 @@ export interface DeliveryQuery {
  * the one requested (requests naming different versions that are served the same spec
  * share it: `version=3.9.0` and `3.6.0`), the platform asked by the query (`-` for none
  * asked; `null` for limits turned off), the request's canonical digest (which covers
- * `spec.output`), and the boot report URL carried in the data (none for a bare render).
+ * `spec.output`), the boot report URL carried in the data (none for a bare render), and
+ * the rules versions a stored machine is held to (none: every rule).
  * A plain string: the LRU hashes it itself.
  */
-function renderKey(digest: string, format: OutputFormat, ignitionVersion: string | undefined, platform?: string | null, reportUrl?: string): string {
+function renderKey(digest: string, format: OutputFormat, ignitionVersion: string | undefined, platform?: string | null, reportUrl?: string, levels?: RuleLevels): string {
   const version = ignitionVersion === undefined ? '' : (servedIgnitionVersion(ignitionVersion) ?? `?${ignitionVersion}`);
   const report = reportUrl === undefined ? '' : `|${reportUrl}`;
-  return `${RENDERER_VERSION}|${format}|${version}|${platform === undefined ? '-' : String(platform)}|${digest}${report}`;
+  const ratchet = levels === undefined ? '' : `|rules ${levels.cluster}.${levels.profile}.${levels.machine}`;
+  return `${RENDERER_VERSION}|${format}|${version}|${platform === undefined ? '-' : String(platform)}|${digest}${report}${ratchet}`;
 }
 
 /** Accept values longer than this are negotiated afresh and never remembered (the caches hold the common few). */
@@ -89,7 +94,7 @@ const PLANS_PER_REQUEST = 8;
  * @throws NotAcceptableError (406) when nothing acceptable is offered.
  */
 export function renderPlan(known: { req: NodeBootstrap; digest: string }, accept: string | undefined, query: DeliveryQuery): RenderPlan {
-  if (query.format !== undefined || query.ignitionVersion !== undefined || query.platform !== undefined || query.reportUrl !== undefined || (accept !== undefined && accept.length > REMEMBERED_ACCEPT_LENGTH)) {
+  if (query.format !== undefined || query.ignitionVersion !== undefined || query.platform !== undefined || query.reportUrl !== undefined || query.levels !== undefined || (accept !== undefined && accept.length > REMEMBERED_ACCEPT_LENGTH)) {
     return makePlan(known, accept, query);
   }
   let plans = plainPlans.get(known);
@@ -104,7 +109,7 @@ export function renderPlan(known: { req: NodeBootstrap; digest: string }, accept
 function makePlan(known: { req: NodeBootstrap; digest: string }, accept: string | undefined, query: DeliveryQuery): RenderPlan {
   const n = negotiateOnce(query.format, accept, known.req.spec.output?.format ?? DEFAULT_FORMAT, targetOs(known.req).os);
   const requestedVersion = query.ignitionVersion ?? n.ignitionVersion;
-  const key = renderKey(known.digest, n.format, requestedVersion, query.platform, query.reportUrl);
+  const key = renderKey(known.digest, n.format, requestedVersion, query.platform, query.reportUrl, query.levels);
   const versionField = query.ignitionVersion ? 'ignitionVersion' : 'Accept';
   return {
     n,
@@ -113,6 +118,7 @@ function makePlan(known: { req: NodeBootstrap; digest: string }, accept: string 
     options: {
       format: n.format,
       ...(query.reportUrl !== undefined ? { reportUrl: query.reportUrl } : {}),
+      ...(query.levels !== undefined ? { levels: query.levels } : {}),
       ...(query.platform !== undefined ? { platform: query.platform, platformField: 'platform' } : {}),
       ...(requestedVersion !== undefined ? { ignitionVersion: requestedVersion, ignitionVersionField: versionField } : {}),
     },

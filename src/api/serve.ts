@@ -130,7 +130,12 @@ export async function serve(config: Config, graceMs = 10_000): Promise<FastifyIn
   }
   // After the server: in-flight requests may still use the store while it closes.
   app.addHook('onClose', async () => store.close());
-  app.log.info(config.databaseUrl ? { database: 'postgresql' } : { path: join(config.dataDir, SQLITE_FILE) }, 'inventory store opened');
+  const where = config.databaseUrl ? { database: 'postgresql' } : { path: join(config.dataDir, SQLITE_FILE) };
+  const schema = store.schema;
+  app.log.info({ ...where, ...(schema ? { schemaVersion: Math.max(schema.database, schema.release), migrationsApplied: schema.applied } : {}) }, 'inventory store opened');
+  if (schema && schema.database > schema.release) {
+    app.log.warn({ ...where, schemaVersion: schema.database, releaseSchemaVersion: schema.release }, 'the store was migrated by a newer release; this release runs on it (its migrations only added), without what the newer release added');
+  }
   if (generated) {
     app.log.info({ path: generated.path, created: generated.created }, 'no token configured: using the generated admin token in this file');
   }

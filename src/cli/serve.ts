@@ -43,7 +43,7 @@ requests finish:  kill $(cat DIR/${PID_FILE})`,
 const CONFIG_FLAGS = { host: 'host', port: 'port', 'data-dir': 'dataDir' } as const satisfies Record<string, keyof Config>;
 
 /** The configuration, with the flags over the environment over the file. */
-function configFrom(parsed: Parsed): Config {
+export function configFrom(parsed: Parsed): Config {
   const overrides: Record<string, unknown> = {};
   const names: Partial<Record<keyof Config, string>> = {};
   for (const [flag, key] of Object.entries(CONFIG_FLAGS)) {

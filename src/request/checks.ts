@@ -7,9 +7,6 @@ import { LRUCache } from 'lru-cache';
 import type { FieldProblem } from '../errors.js';
 import type { NodeBootstrap } from './schema.js';
 
-/** Paths bootwright writes itself; a request file may not take them. */
-export const GENERATED_PATH_PREFIXES = ['/etc/kubernetes/pki/', '/run/kubeadm/', '/etc/kubeadm/', '/run/cluster-api/'];
-
 type KeyPair = { cert: string; key: string };
 
 /**
@@ -189,16 +186,13 @@ function checkProvisioning(req: NodeBootstrap, problems: FieldProblem[]): void {
   const sorted = [...new Set(prov.files?.map((f) => f.path))].sort();
   prov.files?.forEach((f, i) => {
     const path = `spec.provisioning.files[${i}].path`;
-    // A file cannot stand where the node needs a directory: above another file, or above
-    // (or at) a directory bootwright writes into.
-    const below = firstUnder(sorted, f.path) ?? GENERATED_PATH_PREFIXES.find((g) => g.startsWith(`${f.path}/`));
+    // A file cannot stand where the node needs a directory: above another file. (Above,
+    // at or under what bootwright writes is the plan's: src/provision/plan/protected.ts.)
+    const below = firstUnder(sorted, f.path);
     if (below) problems.push({ path, message: `must be a directory on the node, since ${below} is written under it` });
     const first = seen.get(f.path);
     if (first !== undefined) problems.push({ path, message: `duplicates spec.provisioning.files[${first}].path` });
     else seen.set(f.path, i);
-    if (GENERATED_PATH_PREFIXES.some((p) => f.path.startsWith(p))) {
-      problems.push({ path, message: `is under a directory bootwright writes (${GENERATED_PATH_PREFIXES.join(', ')}); use spec.kubeadm or spec.cluster.certificates instead` });
-    }
     if (f.content instanceof Uint8Array && f.encoding !== 'gzip') {
       problems.push({ path: `spec.provisioning.files[${i}].content`, message: 'binary (!!binary) content needs encoding: gzip' });
     }

@@ -8,6 +8,7 @@ import type { z } from 'zod';
 import { type FieldProblem, RequestError } from '../errors.js';
 import { checkBounds, checkJsonDepth, DEFAULT_DOCUMENT_LIMITS, type DocumentLimits, limitMessage } from './bounds.js';
 import { findBootValues } from '../provision/plan/bootvalues.js';
+import { Ratchet, type RuleLevels } from '../rules.js';
 import { fromClusterApi, isClusterApiRequest, rememberClusterApiOrigin, rewriteProblems } from './capi/convert.js';
 import { checkRequest } from './checks.js';
 import { type NodeBootstrap, nodeBootstrapSchema } from './schema.js';
@@ -172,12 +173,15 @@ export function zodProblems(error: z.ZodError, prefix = ''): FieldProblem[] {
  * every problem still names the field the caller wrote. Its boot-time values are checked
  * here too ({@link findBootValues}: Jinja statements, whitespace control).
  *
+ * @param options.levels the rules versions of a stored machine's documents
+ *   (src/rules.ts): what they were accepted under is not refused here, and the render,
+ *   which checks the same again, reports it
  * @throws RequestError (422) with every problem found.
  */
-export function validateNodeBootstrap(value: unknown): NodeBootstrap {
+export function validateNodeBootstrap(value: unknown, options: { levels?: RuleLevels } = {}): NodeBootstrap {
   if (!isClusterApiRequest(value)) {
     const native = validateNative(value);
-    findBootValues(native, false);
+    findBootValues(native, false, undefined, new Ratchet(options.levels));
     return native;
   }
   const { request, rewrite } = fromClusterApi(value);

@@ -144,39 +144,19 @@ const permissions = z.string().regex(/^0?[0-7]{3,4}$/, 'must be an octal string 
 /** `user` or `user:group` (POSIX-ish account names). */
 const owner = z.string().regex(/^[A-Za-z_][A-Za-z0-9_.-]*\$?(:[A-Za-z_][A-Za-z0-9_.-]*\$?)?$/, 'must be user or user:group');
 
-/** Control characters a command may not contain: C0 but TAB and LF, and DEL. */
-const COMMAND_CONTROL = /[\x00-\x08\x0b-\x1f\x7f]/;
-
-/**
- * Why a command is not what it looks like, or undefined: a C0 control character other
- * than TAB and line feed, or DEL. A CR hides what precedes it on a terminal (and the
- * shell reads it as part of a word), NUL ends the string for C and cuts the line short,
- * ESC starts a terminal escape; cloud-init and the Ignition script would run the bytes
- * as written. Line feeds stay (a multi-line command, such as a here-document).
- */
-export function commandControlProblem(text: string): string | undefined {
-  const m = COMMAND_CONTROL.exec(text);
-  if (!m) return undefined;
-  const code = m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
-  return `contains the control character U+${code} at offset ${m.index}: a command must be what it looks like (only TAB and line feed are allowed)`;
-}
-
 /**
  * Shell commands. A plain YAML item containing `: ` is read as a mapping, not a string
  * (`- echo "done: $(date)"`): say so, rather than a bare type error. Control
- * characters are refused ({@link commandControlProblem}).
+ * characters are the plan's to refuse (src/provision/plan/check.ts
+ * `commandControlProblem`, rule `command-control`), so that a command an earlier
+ * release stored still boots.
  */
-const command = z
-  .string({
-    error: (issue) =>
-      issue.input !== null && typeof issue.input === 'object' && !Array.isArray(issue.input)
-        ? 'must be a string, but YAML read this item as a mapping because it contains ": " outside quotes; quote the whole command'
-        : 'must be a string',
-  })
-  .superRefine((text, ctx) => {
-    const problem = commandControlProblem(text);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  });
+const command = z.string({
+  error: (issue) =>
+    issue.input !== null && typeof issue.input === 'object' && !Array.isArray(issue.input)
+      ? 'must be a string, but YAML read this item as a mapping because it contains ": " outside quotes; quote the whole command'
+      : 'must be a string',
+});
 const commandList = z.array(command);
 
 /** A file to write (Cluster API `files[]`). */

@@ -9,6 +9,7 @@ import { type FieldProblem, RequestError } from '../errors.js';
 import { checkBounds, DEFAULT_DOCUMENT_LIMITS, type DocumentLimits } from '../request/bounds.js';
 import { formatPath, validateNodeBootstrap } from '../request/parse.js';
 import type { NodeBootstrap } from '../request/schema.js';
+import { type RuleLevels, RULES_VERSION } from '../rules.js';
 import { type ClusterSpec, type MachineSpec, type ProfileSpec, RESOURCE_API_VERSION, type StoredResource } from './resources.js';
 
 /** The three revisions a machine's bootstrap data comes from. */
@@ -141,10 +142,20 @@ export function assembleNodeBootstrap(parts: AssemblyParts): Doc {
 }
 
 /**
+ * The rules versions a machine's three revisions were accepted under (src/rules.ts), or
+ * undefined when all three were accepted under this release's rules (nothing to excuse).
+ */
+export function ruleLevels(parts: AssemblyParts): RuleLevels | undefined {
+  const levels = { cluster: parts.cluster.rules, profile: parts.profile.rules, machine: parts.machine.rules };
+  return levels.cluster >= RULES_VERSION && levels.profile >= RULES_VERSION && levels.machine >= RULES_VERSION ? undefined : levels;
+}
+
+/**
  * The validated NodeBootstrap for a machine: each stored spec held to the document
  * limits (a document stored before the limits, or under larger ones, is refused rather
- * than walked without bound), {@link assembleNodeBootstrap}, then
- * `validateNodeBootstrap` (the schema and the role checks of POST /v1/render).
+ * than walked without bound: a safety rule, DESIGN §8), {@link assembleNodeBootstrap},
+ * then `validateNodeBootstrap` (the schema and the role checks of POST /v1/render), which
+ * excuses what the revisions were accepted under ({@link ruleLevels}).
  *
  * @param limits the document limits ({@link checkBounds}; default the configuration's defaults).
  * @throws AssemblyError (422) with every problem, by NodeBootstrap path, or by stored
@@ -156,7 +167,8 @@ export function machineNodeBootstrap(parts: AssemblyParts, limits: DocumentLimit
       checkBounds(stored.spec, limits, (path) => formatPath([name, 'spec', ...path]));
     }
     const doc = assembleNodeBootstrap(parts);
-    return validateNodeBootstrap(doc);
+    const levels = ruleLevels(parts);
+    return validateNodeBootstrap(doc, levels ? { levels } : {});
   } catch (e) {
     if (e instanceof RequestError) throw new AssemblyError(e.problems, parts);
     throw e;

@@ -64,6 +64,7 @@ export const servedSchema = z
     sha256: z.string().describe('hex SHA-256 of the bytes served'),
     format: z.enum(['cloud-config', 'ignition']),
     ignitionVersion: z.string().optional().describe('the Ignition spec served'),
+    rendererVersion: z.string().optional().describe('the renderer version that made the bytes (CHANGELOG.md names each); absent for what releases before v0.2.0 served'),
     time: z.string().describe('ISO 8601 UTC'),
   })
   .meta({ id: 'ServedConfig' });
@@ -77,6 +78,16 @@ export const lastReportSchema = z
     time: z.string().describe('ISO 8601 UTC'),
   })
   .meta({ id: 'LastBootReport' });
+
+/** A problem a stored machine is excused from (src/rules.ts `ToleratedProblem`; component `StoredMachineWarning`). */
+export const warningSchema = z
+  .object({
+    rule: z.string().describe('the rule (CHANGELOG.md names each)'),
+    path: z.string().describe('the NodeBootstrap field, e.g. spec.provisioning.preKubeadmCommands[0]'),
+    message: z.string(),
+    since: z.int().describe('the rules version that brought the rule'),
+  })
+  .meta({ id: 'StoredMachineWarning' });
 
 /** The lifecycle part of a machine's status (src/store/status.ts). */
 export const lifecycleFields = {
@@ -103,6 +114,10 @@ const readDocument = <K extends ResourceKind>(kind: K) =>
                 transitions: lifecycleFields.transitions.optional(),
                 served: lifecycleFields.served,
                 lastReport: lifecycleFields.lastReport,
+                warnings: z
+                  .array(warningSchema)
+                  .optional()
+                  .describe('what the machine boots in spite of: problems of rules that came in after its cluster or profile was stored, which refuse them on the next write (`bootwright upgrade check`)'),
               })
               .describe(
                 'the cluster and profile revisions current when this revision was written (`?revision=` renders with them); on `GET /v1/machines/{name}` also the lifecycle: phase, transitions, served, lastReport',

@@ -22,6 +22,8 @@ import { fileURLToPath } from 'node:url';
 import { hostname } from 'node:os';
 import pg from 'pg';
 import Postgrator from 'postgrator';
+import { RULES_VERSION } from '../rules.js';
+import { migrateStore, type SchemaState } from './compat.js';
 import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
 import { storageFault } from './faults.js';
 import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
@@ -97,7 +99,7 @@ export interface PostgresStoreOptions {
 export const PING_TIMEOUT_MS = 1500;
 
 /** Where the PostgreSQL migrations are, next to this module (src/ under tsx, dist/ once built). */
-const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/postgres/', import.meta.url));
+export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/postgres/', import.meta.url));
 
 /** The session advisory lock key held while migrating ("bootwrig" in ASCII). */
 const MIGRATION_LOCK = '7165064450213390183';
@@ -122,7 +124,9 @@ function applicationName(): string {
  *
  * @param url a `postgres://` or `postgresql://` connection URL.
  * @throws whatever pg or postgrator throws for an unreachable database or a failed
- *   migration (the pool is closed first); an Error for a bad `schema` option.
+ *   migration (the pool is closed first); an Error for a bad `schema` option;
+ *   NewerSchemaError for a database a newer release migrated beyond what this one can
+ *   run on (src/store/compat.ts).
  */
 export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
   const { schema } = options;
@@ -138,6 +142,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   // An idle connection dropped by the server must not crash the process; the next
   // query opens another.
   pool.on('error', ignore);
+  let state: SchemaState | undefined;
   try {
     const client = await pool.connect();
     try {
@@ -164,7 +169,11 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
             }
           },
         });
-        await postgrator.migrate();
+        state = await migrateStore(postgrator, async () => {
+          const found = (await client.query<{ t: string | null }>("SELECT to_regclass('schema_compatibility')::text AS t")).rows[0]?.t;
+          if (!found) return undefined;
+          return (await client.query<{ readable_from: number }>('SELECT readable_from FROM schema_compatibility WHERE id = 1')).rows[0]?.readable_from;
+        });
         // postgrator's SET search_path lasts for this pooled session: put back the default.
         if (schema === undefined) await client.query('RESET search_path');
       } finally {
@@ -177,11 +186,16 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     await pool.end().catch(ignore);
     throw e;
   }
-  return new PostgresStore(pool, options.now ?? (() => new Date()), options.pingTimeoutMs ?? PING_TIMEOUT_MS);
+  const store = new PostgresStore(pool, options.now ?? (() => new Date()), options.pingTimeoutMs ?? PING_TIMEOUT_MS);
+  store.schema = state;
+  return store;
 }
 
 /** The PostgreSQL {@link Store}. Construct with {@link openPostgresStore}. */
 export class PostgresStore implements Store {
+  /** The schema as this start found and left it. */
+  schema?: SchemaState;
+
   private closed = false;
 
   constructor(
@@ -276,8 +290,8 @@ export class PostgresStore implements Store {
     const machine = kind === 'Machine' ? (input.spec as MachineSpec) : undefined;
     const refs = machine ? await PostgresStore.refsOf(client, machine) : undefined;
     await client.query(
-      'INSERT INTO resource_revisions (kind, name, revision, labels, spec, cluster_revision, profile_revision, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
-      [kind, name, revision, JSON.stringify(labels), JSON.stringify(input.spec), refs?.clusterRevision ?? null, refs?.profileRevision ?? null, createdAt ?? updatedAt, updatedAt],
+      'INSERT INTO resource_revisions (kind, name, revision, labels, spec, cluster_revision, profile_revision, created_at, updated_at, rules) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+      [kind, name, revision, JSON.stringify(labels), JSON.stringify(input.spec), refs?.clusterRevision ?? null, refs?.profileRevision ?? null, createdAt ?? updatedAt, updatedAt, RULES_VERSION],
     );
     await client.query(
       'INSERT INTO resources (kind, name, revision, cluster, profile) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (kind, name) DO UPDATE SET revision = excluded.revision, cluster = excluded.cluster, profile = excluded.profile',

@@ -90,6 +90,12 @@ export interface StoredResource<S = unknown> {
   spec: S;
   /** For machines: the cluster and profile revisions current when this revision was written (pins renders). */
   refs?: { clusterRevision: number; profileRevision: number };
+  /**
+   * The rules version (src/rules.ts `RULES_VERSION`) this revision was accepted under: 0
+   * for revisions written before releases recorded it. A rule that came in later does
+   * not refuse it at boot (ratcheting, DESIGN §8).
+   */
+  rules: number;
   /** ISO 8601 UTC. */
   createdAt: string;
   updatedAt: string;

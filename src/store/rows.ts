@@ -21,6 +21,8 @@ export interface RevisionRow {
   profile_revision: number | null;
   created_at: string;
   updated_at: string;
+  /** The rules version the revision was accepted under (migration 006; 0 before). */
+  rules: number;
 }
 
 /** The current revision of a resource and when it was first created. */
@@ -55,6 +57,7 @@ export function toResource<S>(row: RevisionRow): StoredResource<S> {
     revision: row.revision,
     spec: JSON.parse(row.spec) as S,
     ...(row.cluster_revision !== null && row.profile_revision !== null ? { refs: { clusterRevision: row.cluster_revision, profileRevision: row.profile_revision } } : {}),
+    rules: row.rules,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -12,6 +12,8 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import Postgrator from 'postgrator';
+import { RULES_VERSION } from '../rules.js';
+import { migrateStore, type SchemaState } from './compat.js';
 import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
 import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
 import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
@@ -88,7 +90,7 @@ interface Batched {
 }
 
 /** Where the SQLite migrations are, next to this module (src/ under tsx, dist/ once built). */
-const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/sqlite/', import.meta.url));
+export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/sqlite/', import.meta.url));
 
 /**
  * Run synchronous store code as a promise: its result resolves it, anything it throws
@@ -110,7 +112,8 @@ function settle<T>(fn: () => T): Promise<T> {
  *   mode 0700, and a new file gets mode 0600 since it holds secrets), or `:memory:` for
  *   a private in-memory store.
  * @throws whatever better-sqlite3 or postgrator throws for an unreadable file or a
- *   failed migration (the store is closed first).
+ *   failed migration (the store is closed first); NewerSchemaError for a file a newer
+ *   release migrated beyond what this one can run on (src/store/compat.ts).
  */
 export async function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
   if (path !== ':memory:') {
@@ -118,6 +121,7 @@ export async function openSqliteStore(path: string, options: SqliteStoreOptions 
     if (!existsSync(path)) closeSync(openSync(path, 'a', 0o600));
   }
   const db = new Database(path);
+  let schema: SchemaState;
   try {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
@@ -138,16 +142,25 @@ export async function openSqliteStore(path: string, options: SqliteStoreOptions 
         return Promise.resolve();
       },
     });
-    await postgrator.migrate();
+    schema = await migrateStore(postgrator, () => {
+      const table = db.prepare("SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = 'schema_compatibility'").get();
+      const row = table ? (db.prepare('SELECT readable_from FROM schema_compatibility WHERE id = 1').get() as { readable_from: number } | undefined) : undefined;
+      return Promise.resolve(row?.readable_from);
+    });
   } catch (e) {
     db.close();
     throw e;
   }
-  return new SqliteStore(db, options.now ?? (() => new Date()), options.batchMs ?? 0);
+  const store = new SqliteStore(db, options.now ?? (() => new Date()), options.batchMs ?? 0);
+  store.schema = schema;
+  return store;
 }
 
 /** The SQLite {@link Store}. Construct with {@link openSqliteStore}. */
 export class SqliteStore implements Store {
+  /** The schema as this start found and left it. */
+  schema?: SchemaState;
+
   private readonly statements;
 
   /**
@@ -174,7 +187,7 @@ export class SqliteStore implements Store {
       lastRevision: db.prepare<[string, string], { revision: number | null }>('SELECT max(revision) AS revision FROM resource_revisions WHERE kind = ? AND name = ?'),
       revisions: db.prepare<[string, string], RevisionRow>('SELECT * FROM resource_revisions WHERE kind = ? AND name = ? ORDER BY revision'),
       insertRevision: db.prepare(
-        'INSERT INTO resource_revisions (kind, name, revision, labels, spec, cluster_revision, profile_revision, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO resource_revisions (kind, name, revision, labels, spec, cluster_revision, profile_revision, created_at, updated_at, rules) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       upsertCurrent: db.prepare(
         'INSERT INTO resources (kind, name, revision, cluster, profile) VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, name) DO UPDATE SET revision = excluded.revision, cluster = excluded.cluster, profile = excluded.profile',
@@ -293,7 +306,7 @@ export class SqliteStore implements Store {
     const machine = kind === 'Machine' ? (input.spec as MachineSpec) : undefined;
     const refs = machine ? this.refsOf(machine) : undefined;
     const s = this.statements;
-    s.insertRevision.run(kind, name, revision, JSON.stringify(labels), JSON.stringify(input.spec), refs?.clusterRevision ?? null, refs?.profileRevision ?? null, createdAt ?? updatedAt, updatedAt);
+    s.insertRevision.run(kind, name, revision, JSON.stringify(labels), JSON.stringify(input.spec), refs?.clusterRevision ?? null, refs?.profileRevision ?? null, createdAt ?? updatedAt, updatedAt, RULES_VERSION);
     s.upsertCurrent.run(kind, name, revision, machine?.cluster ?? null, machine?.profile ?? null);
     s.deleteLabels.run(kind, name);
     for (const [key, value] of Object.entries(labels)) s.insertLabel.run(kind, name, key, value);

@@ -32,6 +32,8 @@ export interface Served {
   sha256: string;
   format: 'cloud-config' | 'ignition';
   ignitionVersion?: string;
+  /** The renderer version that made the bytes (src/version.ts); absent in records of releases before v0.2.0. */
+  rendererVersion?: string;
   time: string;
 }
 

@@ -7,6 +7,7 @@
  * every implementation passes test/store/suite.ts. Specs are stored as given: callers
  * validate them first (src/api/routes/resources.ts) and pass JSON-safe values.
  */
+import type { SchemaState } from './compat.js';
 import { InvalidArgumentError } from './errors.js';
 import type { MachineIdentity } from './identity.js';
 import type { LabelRequirement } from './selector.js';
@@ -161,6 +162,8 @@ export interface DiscoveredListOptions {
  * readable and servable.
  */
 export interface Store {
+  /** The schema as the store's start found and left it (src/store/compat.ts); absent for stores that have none. */
+  readonly schema?: SchemaState;
   /**
    * Create a resource at its next revision (1 for a new name).
    *

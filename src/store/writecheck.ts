@@ -30,7 +30,8 @@ import { bootFormat, machineScript, provisioningArgs } from '../boot/ipxe.js';
 import { bootstrapUrl } from '../boot/sign.js';
 import { type FieldProblem, RequestError } from '../errors.js';
 import { renderNodeBootstrap } from '../render.js';
-import { type AssemblyParts, machineNodeBootstrap } from './assemble.js';
+import { RULES_VERSION } from '../rules.js';
+import { type AssemblyParts, machineNodeBootstrap, ruleLevels } from './assemble.js';
 import { MissingReferenceError, type MissingReference, NotFoundError } from './errors.js';
 import type { ClusterSpec, MachineSpec, ProfileSpec, ResourceKind, StoredResource } from './resources.js';
 import type { ResourceInput, SpecOf, Store } from './store.js';
@@ -166,7 +167,11 @@ export function renderCheck(parts: AssemblyParts, ctx: Pick<WriteCheckContext, '
   try {
     const req = machineNodeBootstrap(parts);
     problems.push(...kubeadmValueProblems(req.spec.kubeadm));
-    renderNodeBootstrap(req, { format: bootFormat(parts.profile.spec.output?.format), platform: null });
+    // A stored cluster or profile is excused what it was accepted under (src/rules.ts):
+    // a write of another document is not refused for it; the document written is unsaved
+    // (this release's rules version), so it is held to every rule.
+    const levels = ruleLevels(parts);
+    renderNodeBootstrap(req, { format: bootFormat(parts.profile.spec.output?.format), platform: null, ...(levels ? { levels } : {}) });
   } catch (e) {
     if (!(e instanceof RequestError)) throw e;
     problems.push(...e.problems);
@@ -178,7 +183,7 @@ export function renderCheck(parts: AssemblyParts, ctx: Pick<WriteCheckContext, '
 /** A stored-looking resource for a render-check (revision 0: not stored). */
 function unsaved<S>(kind: ResourceKind, name: string, spec: S): StoredResource<S> {
   const at = new Date(0).toISOString();
-  return { kind, name, labels: {}, revision: 0, spec, createdAt: at, updatedAt: at };
+  return { kind, name, labels: {}, revision: 0, spec, rules: RULES_VERSION, createdAt: at, updatedAt: at };
 }
 
 /** A cluster every role can join, for checking a profile on its own (its problems are dropped). */

@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { RENDERER_VERSION } from '../../src/version.js';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { load } from 'js-yaml';
 import { BOOTSTRAP_SCRIPT, BOOTSTRAP_UNIT } from '../../src/provision/ignition/bootstrap.js';
-import { KUBEADM_LOG, REPORT_FAILURE_UNIT, REPORT_SCRIPT } from '../../src/provision/plan/report.js';
+import { KUBEADM_LOG, REPORT_SCRIPT } from '../../src/provision/plan/report.js';
 import { SUCCESS_SENTINEL } from '../../src/provision/plan/types.js';
 import { cloudConfigFiles, ignitionFiles } from '../support/decode.js';
 import { missingDependency } from '../support/missing.js';
@@ -150,7 +151,12 @@ async function runCloudConfig(body: string, node: ReturnType<typeof nodeRoot>, e
   assert.equal(result.status, 0, result.out);
 }
 
-/** Run the served Ignition bootstrap as systemd would: the script, then ExecStartPost= on success or the OnFailure= unit. */
+/**
+ * Run the served Ignition bootstrap as systemd would: the script, then `ExecStartPost=`
+ * on success; `ExecStopPost=` at once after a failure (systemd's `SERVICE_RESULT` then
+ * `exit-code`), and at shutdown after a success (`SERVICE_RESULT=success`: the report
+ * script must send nothing more, which the report count checks).
+ */
 async function runIgnition(body: string, node: ReturnType<typeof nodeRoot>, exit: number): Promise<void> {
   const config = JSON.parse(body) as { systemd: { units: { name: string; contents?: string }[] } };
   const files = ignitionFiles(config);
@@ -158,12 +164,18 @@ async function runIgnition(body: string, node: ReturnType<typeof nodeRoot>, exit
   const unit = (n: string) => config.systemd.units.find((u) => u.name === n)!.contents!;
   const settings = (contents: string, key: string) => contents.split('\n').filter((l) => l.startsWith(`${key}=`)).map((l) => l.slice(key.length + 1).replace(/^-/, ''));
   const bootstrap = unit(BOOTSTRAP_UNIT);
-  assert.deepEqual(settings(bootstrap, 'OnFailure'), [REPORT_FAILURE_UNIT]);
-  const run = (command: string) => sh(node.relocate(command), node.env(exit));
+  assert.deepEqual(settings(bootstrap, 'OnFailure'), []);
+  const run = (command: string, serviceResult?: string) => sh(node.relocate(command), { ...node.env(exit), ...(serviceResult ? { SERVICE_RESULT: serviceResult } : {}) });
   const main = await run(settings(bootstrap, 'ExecStart')[0]!);
   assert.equal(main.status, exit, main.out);
-  const next = main.status === 0 ? settings(bootstrap, 'ExecStartPost') : settings(unit(REPORT_FAILURE_UNIT), 'ExecStart');
-  for (const command of next.filter((c) => !c.startsWith('touch '))) assert.equal((await run(command)).status, 0);
+  const post = (key: string, serviceResult?: string) => settings(bootstrap, key).filter((c) => !c.startsWith('touch ')).map((c) => run(c, serviceResult));
+  if (main.status === 0) {
+    for (const r of await Promise.all(post('ExecStartPost'))) assert.equal(r.status, 0, r.out);
+    // The node shuts down later: the unit stops, and its ExecStopPost= sends nothing.
+    for (const r of await Promise.all(post('ExecStopPost', 'success'))) assert.equal(r.status, 0, r.out);
+  } else {
+    for (const r of await Promise.all(post('ExecStopPost', 'exit-code'))) assert.equal(r.status, 0, r.out);
+  }
 }
 
 for (const [format, name, mac] of [
@@ -177,7 +189,7 @@ for (const [format, name, mac] of [
       const provisioning = await status(name);
       assert.equal(provisioning.phase, 'Provisioning');
       assert.deepEqual(provisioning.transitions.map((t) => t.phase), ['Booting', 'Provisioning']);
-      assert.deepEqual({ ...provisioning.served, time: undefined }, { revision: 1, sha256, format, ...(format === 'ignition' ? { ignitionVersion: '3.4.0' } : {}), time: undefined });
+      assert.deepEqual({ ...provisioning.served, time: undefined }, { revision: 1, sha256, format, ...(format === 'ignition' ? { ignitionVersion: '3.4.0' } : {}), rendererVersion: RENDERER_VERSION, time: undefined });
       const files = format === 'ignition' ? ignitionFiles(JSON.parse(body)) : cloudConfigFiles(body);
       assert.ok(files.get(REPORT_SCRIPT)!.toString('utf8').includes(`'${base}/report?machine=${name}&exp=`), 'the data carries the signed report URL of this machine');
 

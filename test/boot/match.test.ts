@@ -124,6 +124,7 @@ describe('matchMachine', () => {
       labels: {},
       revision: 4,
       spec: { selectors: { mac: ['52:54:00:00:00:0a'], labels: {} }, cluster: 'prod', profile: 'worker', nodeLabels: {}, taints: [] },
+      rules: 1,
       createdAt: '2025-01-01T00:00:00Z',
       updatedAt: '2025-01-01T00:00:00Z',
     };

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { RULES_VERSION } from '../../src/rules.js';
 import { RENDERER_VERSION } from '../../src/version.js';
 
 /** Run the CLI from source, as `node dist/cli.js` would run. */
@@ -24,7 +25,7 @@ describe('CLI help and versions', () => {
     assert.equal(short.stdout, `bootwright ${pkg.version}\n`);
     const long = cli(['version']);
     assert.equal(long.code, 0);
-    assert.equal(long.stdout, `bootwright ${pkg.version}\nrenderer: ${RENDERER_VERSION}\nnode: ${process.version}\n`);
+    assert.equal(long.stdout, `bootwright ${pkg.version}\nrenderer: ${RENDERER_VERSION}\nrules: ${RULES_VERSION}\nnode: ${process.version}\n`);
   });
 
   it('no arguments, --help, -h and help list every command, exit 0', () => {

@@ -150,9 +150,9 @@ describe('bootwright get', () => {
     assert.equal(machines.code, 0, machines.stderr);
     const lines = machines.stdout.trimEnd().split('\n');
     // Neither has booted: the list carries each machine's live phase, as a single read does.
-    assert.equal(lines[0], 'NAME       CLUSTER   PROFILE          PHASE        REVISION   AGE');
-    assert.match(lines[1]!, /^rack1-n1 {3}prod {6}flatcar-worker {3}Registered {3}2 {10}\d+s$/);
-    assert.match(lines[2]!, /^rack1-n2 {3}prod {6}ubuntu-worker {4}Registered {3}1 {10}\d+s$/);
+    assert.equal(lines[0], 'NAME       CLUSTER   PROFILE          PHASE        WARNINGS   REVISION   AGE');
+    assert.match(lines[1]!, /^rack1-n1 {3}prod {6}flatcar-worker {3}Registered {3}0 {10}2 {10}\d+s$/);
+    assert.match(lines[2]!, /^rack1-n2 {3}prod {6}ubuntu-worker {4}Registered {3}0 {10}1 {10}\d+s$/);
     const profiles = await cli(['get', 'profile'], READER);
     assert.match(profiles.stdout, /^NAME +ROLE +VERSION +FORMAT +REVISION +AGE\nflatcar-worker +worker +v1\.33\.2 +ignition +1 +\d+s\nubuntu-worker +worker +v1\.33\.2 +<none> +1 +\d+s\n$/);
   });
@@ -210,7 +210,7 @@ describe('enroll, describe, status, delete', () => {
     // The phase is what the service reports: served its script, the machine is Booting,
     // in describe and in the list (README: `get machines -l 'rack in (rack1)'`).
     assert.match(d.stdout, /^Phase: +Booting$/m);
-    assert.match((await cli(['get', 'machines', '-l', 'rack in (rack1)'], READER)).stdout, /^rack1-n3 +prod +flatcar-worker +Booting +1 +\d+s$/m);
+    assert.match((await cli(['get', 'machines', '-l', 'rack in (rack1)'], READER)).stdout, /^rack1-n3 +prod +flatcar-worker +Booting +0 +1 +\d+s$/m);
     assert.match(d.stdout, /^Selectors:\n {2}mac: +\["52:54:00:10:00:03"\]\n {2}hostname: +rack1-n3\n/m);
     assert.match(d.stdout, /^Revisions:\n {2}REVISION +UPDATED +CLUSTER +PROFILE\n {2}1 +\S+ +prod@1 +flatcar-worker@1\n/m);
     assert.match(d.stdout, /^Audit \(newest \d+\):\n {2}TIME +ROUTE +STATUS +CLIENT\n( {2}.*\n)* {2}\S+ +\/ipxe +200 +127\.0\.0\.1\n/m);

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { renderNodeBootstrap } from '../../src/render.js';
 import { validateNodeBootstrap } from '../../src/request/parse.js';
-import { commandControlProblem } from '../../src/request/schema.js';
+import { commandControlProblem } from '../../src/provision/plan/check.js';
 import { problemsOf } from '../support/errors.js';
 import { assertProblem, doc, inventory, type Inventory, workerProfileSpec } from '../support/inventory.js';
 import { worker } from '../support/requests.js';
@@ -23,7 +23,7 @@ describe('commands with control characters', () => {
       it(`${phase}: U+${c.charCodeAt(0).toString(16).padStart(4, '0')} is refused at the item`, () => {
         const req = worker({ provisioning: { [phase]: ['true', `echo safe${c}rm -rf /tmp/x`] } });
         assert.deepEqual(
-          problemsOf(() => validateNodeBootstrap(req)).map((p) => p.path),
+          problemsOf(() => renderNodeBootstrap(validateNodeBootstrap(req))).map((p) => p.path),
           [`spec.provisioning.${phase}[1]`],
         );
       });
@@ -33,7 +33,7 @@ describe('commands with control characters', () => {
   it('Cluster API input: the problem names the KubeadmConfigSpec field', () => {
     const req = worker({ kubeadmConfigSpec: { postKubeadmCommands: ['echo ok', 'echo a\rb'] } });
     delete (req.spec as Record<string, unknown>).provisioning;
-    const paths = problemsOf(() => validateNodeBootstrap(req)).map((p) => p.path);
+    const paths = problemsOf(() => renderNodeBootstrap(validateNodeBootstrap(req))).map((p) => p.path);
     assert.deepEqual(paths, ['spec.kubeadmConfigSpec.postKubeadmCommands[1]']);
   });
 
@@ -47,7 +47,7 @@ describe('commands with control characters', () => {
       fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (s) => {
         const bad = Array.from(s, (ch) => ch.charCodeAt(0)).some((n) => (n < 0x20 && n !== 0x09 && n !== 0x0a) || n === 0x7f);
         assert.equal(commandControlProblem(s) !== undefined, bad);
-        const problems = bad ? problemsOf(() => validateNodeBootstrap(worker({ provisioning: { preKubeadmCommands: [s] } }))) : [];
+        const problems = bad ? problemsOf(() => renderNodeBootstrap(validateNodeBootstrap(worker({ provisioning: { preKubeadmCommands: [s] } })))) : [];
         assert.deepEqual(problems.map((p) => p.path), bad ? ['spec.provisioning.preKubeadmCommands[0]'] : []);
       }),
       { numRuns: 300 },

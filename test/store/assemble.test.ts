@@ -4,6 +4,7 @@
  * problems naming the revisions, and pinned revisions rendering the same bytes after
  * every part changed.
  */
+import { RULES_VERSION } from '../../src/rules.js';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { load } from 'js-yaml';
@@ -15,7 +16,7 @@ import { openSqliteStore } from '../../src/store/sqlite.js';
 import { example, HASH, TOKEN } from '../support/requests.js';
 
 const AT = '2030-01-01T00:00:00.000Z';
-const stored = <S>(kind: StoredResource['kind'], name: string, spec: S, revision = 1): StoredResource<S> => ({ kind, name, labels: {}, revision, spec, createdAt: AT, updatedAt: AT });
+const stored = <S>(kind: StoredResource['kind'], name: string, spec: S, revision = 1): StoredResource<S> => ({ kind, name, labels: {}, revision, spec, rules: RULES_VERSION, createdAt: AT, updatedAt: AT });
 
 const clusterSpec: ClusterSpec = { name: 'prod', controlPlaneEndpoint: 'api.prod.example.com:6443', bootstrapToken: TOKEN, caCertHashes: [HASH] };
 const workerProfile: ProfileSpec = { role: 'worker', kubernetesVersion: 'v1.33.2', provisioning: { preKubeadmCommands: ['swapoff -a'] }, output: { format: 'ignition' } };

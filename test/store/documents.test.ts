@@ -77,7 +77,7 @@ describe('toReadDocument', () => {
   it('is Kubernetes-style with the revision in metadata and machine refs in status', () => {
     const at = '2030-01-01T00:00:00.000Z';
     assert.deepEqual(
-      toReadDocument({ kind: 'Machine', name: 'm', labels: { a: 'b' }, revision: 3, spec: { cluster: 'c' }, refs: { clusterRevision: 2, profileRevision: 5 }, createdAt: at, updatedAt: at }),
+      toReadDocument({ kind: 'Machine', name: 'm', labels: { a: 'b' }, revision: 3, spec: { cluster: 'c' }, refs: { clusterRevision: 2, profileRevision: 5 }, rules: 1, createdAt: at, updatedAt: at }),
       { apiVersion: 'bootwright.dev/v1alpha1', kind: 'Machine', metadata: { name: 'm', labels: { a: 'b' }, revision: 3, createdAt: at, updatedAt: at }, spec: { cluster: 'c' }, status: { clusterRevision: 2, profileRevision: 5 } },
     );
   });

@@ -95,7 +95,7 @@ describe('SQLite store specifics', () => {
     const db = new Database(path, { readonly: true });
     try {
       assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
-      assert.deepEqual(db.prepare('SELECT version, name FROM schema_version WHERE version > 0').all(), [{ version: 1, name: 'inventory' }, { version: 2, name: 'bounded-unauthenticated' }, { version: 3, name: 'transport-security' }, { version: 4, name: 'discovered-enrolled' }, { version: 5, name: 'machine-status' }]);
+      assert.deepEqual(db.prepare('SELECT version, name FROM schema_version WHERE version > 0').all(), [{ version: 1, name: 'inventory' }, { version: 2, name: 'bounded-unauthenticated' }, { version: 3, name: 'transport-security' }, { version: 4, name: 'discovered-enrolled' }, { version: 5, name: 'machine-status' }, { version: 6, name: 'rules-version' }]);
     } finally {
       db.close();
     }
@@ -142,7 +142,7 @@ describe('SQLite store specifics', () => {
     // Bulk-load the rows a create would write (100,000 creates one by one take minutes).
     const db = new Database(path);
     db.transaction(() => {
-      const rev = db.prepare("INSERT INTO resource_revisions VALUES ('Machine', ?, 1, '{}', ?, 1, 1, '2030-01-01T00:00:00.000Z', '2030-01-01T00:00:00.000Z')");
+      const rev = db.prepare("INSERT INTO resource_revisions VALUES ('Machine', ?, 1, '{}', ?, 1, 1, '2030-01-01T00:00:00.000Z', '2030-01-01T00:00:00.000Z', 1)");
       const cur = db.prepare("INSERT INTO resources VALUES ('Machine', ?, 1, 'prod', 'worker')");
       const sel = db.prepare("INSERT INTO machine_selectors VALUES ('mac', ?, ?)");
       for (let i = 0; i < 100_000; i++) {

@@ -77,3 +77,40 @@ describe('checkWrite: linear in the affected machines', () => {
     );
   });
 });
+
+describe('checkWrite: what a stored document is excused from (issue 27)', () => {
+  let inner: SqliteStore;
+  let store: Store;
+  const ctx = () => ({ store, maxMachines: 100, baseUrl: 'http://127.0.0.1:8080', signingKey: KEY, signedUrlSeconds: 3600 });
+  const legacy = { role: 'worker' as const, kubernetesVersion: 'v1.33.2', provisioning: { preKubeadmCommands: ['echo ready\r'] } };
+  before(async () => {
+    inner = await openSqliteStore(':memory:');
+    await inner.create('Cluster', { name: 'prod', spec: { name: 'prod', controlPlaneEndpoint: 'api.example.com:6443', bootstrapToken: TOKEN, caCertHashes: [HASH] } });
+    await inner.create('Profile', { name: 'worker', spec: { role: 'worker', kubernetesVersion: 'v1.33.2' } });
+    await inner.create('Machine', { name: 'm-1', spec: machine() });
+    // The profile as an earlier release stored it (rules version 0, a CR in a command).
+    store = new Proxy(inner, {
+      get(target, prop, receiver) {
+        if (prop !== 'get') return Reflect.get(target, prop, receiver) as unknown;
+        return async (kind: 'Cluster' | 'Profile' | 'Machine', name: string) => {
+          const r = await target.get(kind, name);
+          return kind === 'Profile' ? { ...r, spec: legacy, rules: 0 } : r;
+        };
+      },
+    });
+  });
+  after(() => inner.close());
+
+  it('a new machine on the stored profile, and a token rotation of its cluster, are not refused for it', async () => {
+    await checkWrite('Machine', { name: 'm-2', spec: machine() }, ctx());
+    await checkWrite('Cluster', { name: 'prod', spec: { name: 'prod', controlPlaneEndpoint: 'api.example.com:6443', bootstrapToken: 'zyxwvu.0123456789abcdef', caCertHashes: [HASH] } }, ctx());
+  });
+
+  it('a write of the profile itself is held to the rule', async () => {
+    await assert.rejects(checkWrite('Profile', { name: 'worker', spec: legacy }, ctx()), (e: unknown) => {
+      assert.ok(e instanceof RequestError);
+      assert.deepEqual(e.problems.map((p) => [p.path, p.rule]), [['spec.provisioning.preKubeadmCommands[0]', 'command-control']]);
+      return true;
+    });
+  });
+});

@@ -38,9 +38,11 @@ export interface ServeProcess {
  *
  * @param env BOOTWRIGHT_* variables added to this process's environment
  *   (BOOTWRIGHT_PORT is 0 unless given).
+ * @param args node's arguments (default: this tree's sources through tsx; an earlier
+ *   release's build is `[<dir>/dist/cli.js, 'serve']`)
  */
-export function startProcess(env: Record<string, string>): ServeProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], { env: { ...process.env, BOOTWRIGHT_PORT: '0', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+export function startProcess(env: Record<string, string>, args: readonly string[] = ['--import', 'tsx', 'src/cli.ts', 'serve']): ServeProcess {
+  const child = spawn(process.execPath, args, { env: { ...process.env, BOOTWRIGHT_PORT: '0', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   child.stdin.end();
   running.add(child);
   child.on('exit', () => running.delete(child));

@@ -22,6 +22,7 @@
  * /ignition and /nocloud user-data are what pointer configs point at, fetched over HTTP:
  * the profile's `output.platform` user data limit never refuses them ({@link sendTarget}).
  */
+import { RENDERER_VERSION } from '../../version.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -49,7 +50,7 @@ import { sendProblem, type ServiceContext, storageUnavailable } from '../server.
 import { reportUrlFor } from '../signing.js';
 import { UnauthenticatedWrites } from '../unauthenticated.js';
 import { isEncrypted } from '../plain.js';
-import { assembledRequest, machineParts } from './bootstrap.js';
+import { assembledRequest, machineParts, noteTolerated, storedLevels } from './bootstrap.js';
 
 /** Media type of iPXE scripts and the small NoCloud documents. */
 export const SCRIPT_MEDIA_TYPE = 'text/plain; charset=utf-8';
@@ -126,7 +127,7 @@ interface Audited {
 /** The audit details and lifecycle event of a served config. */
 function servedAs(machineRevision: number, result: RenderResult): Pick<Audited, 'details' | 'event'> {
   const served = { revision: machineRevision, sha256: result.sha256, format: result.format, ...(result.ignitionVersion ? { ignitionVersion: result.ignitionVersion } : {}) };
-  return { details: served, event: { kind: 'served', served } };
+  return { details: served, event: { kind: 'served', served: { ...served, rendererVersion: RENDERER_VERSION } } };
 }
 
 /** A script that prints `lines` (already echo-safe) and starts over from /boot.ipxe after a pause. */
@@ -284,7 +285,10 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       reply,
       known,
       query,
-      (result) => Object.assign(entry, servedAs(machine.revision, result)),
+      (result) => {
+        Object.assign(entry, servedAs(machine.revision, result));
+        if (result.tolerated) noteTolerated(ctx, request, machine.name, result.tolerated);
+      },
       () => claimFetch(request, reply, entry, machine, route, exp, sig),
     );
 
@@ -440,7 +444,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const refused = refuseVerdict(request, reply, IGNITION_PATH, verdict);
       if (refused) return refused;
       const parts = await machineParts(ctx.store, name, undefined);
-      const query = { format: 'ignition' as const, ignitionVersion, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), name, exp) };
+      const query = { format: 'ignition' as const, ignitionVersion, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), name, exp), ...storedLevels(parts) };
       const known = await assembledRequest(ctx, parts, false, { accept: request.headers.accept, query });
       // Signed, so a real machine's Ignition: later pre-renders render the spec it asked for.
       ctx.prerender.noteIgnitionVersion(askedIgnitionVersion(request.headers.accept, ignitionVersion));
@@ -490,7 +494,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       if (refused) return refused;
       if (file === 'user-data') {
         const parts = await machineParts(ctx.store, id, undefined);
-        const query = { format: 'cloud-config' as const, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), id, exp) };
+        const query = { format: 'cloud-config' as const, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), id, exp), ...storedLevels(parts) };
         const known = await assembledRequest(ctx, parts, false, { accept: request.headers.accept, query });
         await sendSigned(request, reply, entry, parts.machine, known, query, route, exp, sig);
         return reply;
@@ -511,7 +515,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
         operationId: 'postBootReport',
         summary: "A booting machine's kubeadm outcome (signed URL)",
         description:
-          'The URL carried in the bootstrap data served for a machine (`/etc/bootwright/report.sh` on the node, run from cloud-config `runcmd` or the Ignition ' +
+          'The URL carried in the bootstrap data served for a machine (`/etc/kubeadm/report.sh` on the node, run from cloud-config `runcmd` or the Ignition ' +
           'bootstrap unit). Moves the machine to `Joined` (success) or `Failed`, keeps the exit code and the output tail (secrets scrubbed). ' +
           `At most BOOTWRIGHT_REPORTS_PER_FETCH reports per config fetch (then 429); bodies up to BOOTWRIGHT_MAX_REPORT_BYTES. Audited.`,
         consumes: [FORM_MEDIA_TYPE, 'application/json'],

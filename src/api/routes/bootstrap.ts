@@ -11,7 +11,8 @@
 import { documentLimits } from '../../config.js';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AssemblyParts } from '../../store/assemble.js';
+import { type AssemblyParts, ruleLevels } from '../../store/assemble.js';
+import type { RuleLevels, ToleratedProblem } from '../../rules.js';
 import type { ClusterSpec, ProfileSpec } from '../../store/resources.js';
 import { resourceName, type StoredResource } from '../../store/resources.js';
 import type { Store } from '../../store/store.js';
@@ -71,6 +72,28 @@ export function assembledRequest(ctx: ServiceContext, parts: AssemblyParts, back
     const task: AssembleTask = { op: 'assemble', parts, limits: documentLimits(ctx.config), ...(render ? { render } : {}) };
     return ctx.pool.run(task, background ? Number.POSITIVE_INFINITY : JSON.stringify(parts).length);
   });
+}
+
+/**
+ * What a stored machine's render is held to (src/rules.ts): `{levels}` when one of its
+ * revisions was accepted under an earlier release's rules, else nothing (every rule).
+ */
+export function storedLevels(parts: AssemblyParts): { levels?: RuleLevels } {
+  const levels = ruleLevels(parts);
+  return levels ? { levels } : {};
+}
+
+/**
+ * Log and count what a machine was served in spite of (src/rules.ts): a problem of a rule
+ * that came in after its documents were stored. The paths and messages name fields,
+ * never values that are secrets.
+ */
+export function noteTolerated(ctx: ServiceContext, request: FastifyRequest, machine: string, tolerated: readonly ToleratedProblem[]): void {
+  for (const rule of new Set(tolerated.map((t) => t.rule))) ctx.metrics.tolerated.inc({ rule });
+  request.log.warn(
+    { machine, tolerated: tolerated.map((t) => ({ rule: t.rule, path: t.path })) },
+    'served a machine stored before a rule that refuses it on write: it boots as before; the next write of its profile or cluster must fix it (bootwright upgrade check lists them)',
+  );
 }
 
 /**
@@ -154,9 +177,10 @@ export const bootstrapRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, c
         throw new RequestError([{ path: 'pointer', message: 'a pointer names the signed URL, which serves the current revisions only; leave out revision' }], 400);
       }
       const parts = await machineParts(ctx.store, request.params.name, request.query.revision);
-      const known = await assembledRequest(ctx, parts, false, pointer ? undefined : { accept: request.headers.accept, query: request.query });
-      if (pointer) await sendPointer(ctx, request, reply, parts.machine.name, known, request.query);
-      else await sendBootstrapData(ctx, request, reply, known, request.query);
+      const query = { ...request.query, ...storedLevels(parts) };
+      const known = await assembledRequest(ctx, parts, false, pointer ? undefined : { accept: request.headers.accept, query });
+      if (pointer) await sendPointer(ctx, request, reply, parts.machine.name, known, query);
+      else await sendBootstrapData(ctx, request, reply, known, query);
       return reply;
     },
   );

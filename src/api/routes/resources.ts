@@ -20,8 +20,11 @@ import { type ZodType, z } from 'zod';
 import { type FieldProblem, RequestError } from '../../errors.js';
 import { zodProblems } from '../../request/parse.js';
 import { jsonSafeSpec, LIST_DOCUMENTS, READ_DOCUMENTS, restoreSecrets, REVISION_LIST_DOCUMENTS, toReadDocument, WRITE_DOCUMENTS } from '../../store/documents.js';
-import { PreconditionFailedError } from '../../store/errors.js';
-import { RESOURCE_API_VERSION, RESOURCE_KINDS, resourceName, type ResourceKind, type StoredResource } from '../../store/resources.js';
+import { NotFoundError, PreconditionFailedError } from '../../store/errors.js';
+import { type ClusterSpec, type MachineSpec, type ProfileSpec, RESOURCE_API_VERSION, RESOURCE_KINDS, resourceName, type ResourceKind, type StoredResource } from '../../store/resources.js';
+import { storedWarnings } from '../../compat/check.js';
+import { documentLimits } from '../../config.js';
+import type { ToleratedProblem } from '../../rules.js';
 import { MAX_LIST_LIMIT, type ResourceInput, type SpecOf } from '../../store/store.js';
 import { parseLabelSelector } from '../../store/selector.js';
 import { checkWrite, type WriteCheckContext } from '../../store/writecheck.js';
@@ -159,6 +162,40 @@ async function unchanged<K extends ResourceKind>(ctx: ServiceContext, kind: K, i
   return cluster?.revision === refs.clusterRevision && profile?.revision === refs.profileRevision;
 }
 
+/** Machines whose warnings are computed between two turns of the event loop. */
+const WARNINGS_YIELD_EVERY = 20;
+
+/**
+ * The `status.warnings` of each machine ({@link storedWarnings}), by name; machines whose
+ * cluster or profile is gone meanwhile have none. Each cluster and profile is read once.
+ */
+async function machineWarnings(ctx: ServiceContext, machines: readonly StoredResource<MachineSpec>[]): Promise<Map<string, ToleratedProblem[]>> {
+  const out = new Map<string, ToleratedProblem[]>();
+  const clusters = new Map<string, Promise<StoredResource<ClusterSpec> | undefined>>();
+  const profiles = new Map<string, Promise<StoredResource<ProfileSpec> | undefined>>();
+  const read = <S>(memo: Map<string, Promise<StoredResource<S> | undefined>>, kind: 'Cluster' | 'Profile', name: string) => {
+    let p = memo.get(name);
+    if (!p) {
+      p = ctx.store.get(kind, name).then(
+        (r) => r as StoredResource<S>,
+        (e: unknown) => {
+          if (e instanceof NotFoundError) return undefined;
+          throw e;
+        },
+      );
+      memo.set(name, p);
+    }
+    return p;
+  };
+  const limits = documentLimits(ctx.config);
+  for (const [i, machine] of machines.entries()) {
+    if (i > 0 && i % WARNINGS_YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
+    const [cluster, profile] = await Promise.all([read<ClusterSpec>(clusters, 'Cluster', machine.spec.cluster), read<ProfileSpec>(profiles, 'Profile', machine.spec.profile)]);
+    if (cluster && profile) out.set(machine.name, storedWarnings({ machine, cluster, profile }, limits));
+  }
+  return out;
+}
+
 const nameParams = z.object({ name: resourceName.describe('the resource name (a DNS-1123 label)') });
 
 /** Register the routes of one kind (generic so each kind keeps its own document types). */
@@ -177,14 +214,19 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
    * Machines as read documents with their live lifecycle in `status` (phase,
    * transitions, what was served, the last report; src/store/status.ts
    * `machineStatus`), from one read of their status rows, so a page costs one query
-   * more, not one per machine. A machine never booted reads `Registered`.
+   * more, not one per machine. A machine never booted reads `Registered`. A machine
+   * whose documents were stored before a rule that refuses them on write also carries
+   * `warnings` (src/compat/check.ts `storedWarnings`, remembered per revisions; its
+   * cluster and profile read once per name, the checks yielding to other requests).
    */
   const withLiveStatus = async (machines: readonly StoredResource[]) => {
     const records = await store.statuses(machines.map((m) => m.name));
+    const warnings = await machineWarnings(ctx, machines as readonly StoredResource<MachineSpec>[]);
     const now = new Date();
     return machines.map((m) => {
       const document = toReadDocument(m);
-      return { ...document, status: { ...document.status!, ...machineStatus(records.get(m.name), now, ctx.config.reportTimeoutSeconds) } };
+      const w = warnings.get(m.name);
+      return { ...document, status: { ...document.status!, ...machineStatus(records.get(m.name), now, ctx.config.reportTimeoutSeconds), ...(w && w.length > 0 ? { warnings: w } : {}) } };
     });
   };
 

@@ -74,7 +74,15 @@ export async function runDescribe(parsed: Parsed, out: NodeJS.WritableStream): P
     client.get<{ items: AuditRow[] }>(`${path}/audit?limit=${auditRows}`),
   ]);
   const spec = m.spec as { cluster: string; profile: string; nodeName?: string; advertiseAddress?: string; selectors: Record<string, unknown>; nodeLabels?: Record<string, string>; taints?: unknown[]; maxFetches?: number };
-  const status = (m.status ?? {}) as { phase?: string; clusterRevision?: number; profileRevision?: number; transitions?: { phase: string; time: string }[]; served?: Record<string, unknown>; lastReport?: Record<string, unknown> };
+  const status = (m.status ?? {}) as {
+    phase?: string;
+    clusterRevision?: number;
+    profileRevision?: number;
+    transitions?: { phase: string; time: string }[];
+    served?: Record<string, unknown>;
+    lastReport?: Record<string, unknown>;
+    warnings?: { rule: string; path: string; message: string; since: number }[];
+  };
   const labels = Object.entries(m.metadata.labels ?? {}).map(([k, v]) => `${k}=${v}`);
   const now = new Date();
   let text = block([
@@ -95,6 +103,10 @@ export async function runDescribe(parsed: Parsed, out: NodeJS.WritableStream): P
   const selectors = Object.fromEntries(Object.entries(spec.selectors).filter(([, v]) => !(Array.isArray(v) && v.length === 0) && !(typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0)));
   text += `Selectors:\n${Object.keys(selectors).length ? fields(selectors) : '  <none>\n'}`;
   if (status.transitions?.length) text += `Transitions:\n${indent(table(['PHASE', 'TIME', 'AGE'], status.transitions.map((t) => [t.phase, t.time, age(t.time, now)])))}`;
+  if (status.warnings?.length) {
+    text += 'Warnings (it boots as stored; its next write must fix them; bootwright upgrade check lists every machine):\n';
+    text += indent(table(['RULE', 'SINCE', 'FIELD', 'PROBLEM'], status.warnings.map((w) => [w.rule, `rules ${w.since}`, w.path, w.message])));
+  }
   if (status.served) text += `Served:\n${fields(status.served)}`;
   if (status.lastReport) text += `Last report:\n${fields(status.lastReport)}`;
   text += `Revisions:\n${indent(table(['REVISION', 'UPDATED', 'CLUSTER', 'PROFILE'], revisions.items.map((r) => [String(r.metadata.revision), r.metadata.updatedAt, `${orNone(r.spec.cluster)}@${orNone(r.status?.clusterRevision)}`, `${orNone(r.spec.profile)}@${orNone(r.status?.profileRevision)}`])))}`;

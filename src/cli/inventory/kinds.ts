@@ -102,6 +102,12 @@ export const orNone = (v: unknown): string => (v === undefined || v === null || 
 /** A machine's phase as the service reports it (`status.phase`), `<none>` when it reports none. */
 export const phaseOf = (doc: ResourceDocument): string => orNone(doc.status?.phase);
 
+/**
+ * How many problems a machine boots in spite of (`status.warnings`: rules that came in
+ * after its documents were stored), `0` for none.
+ */
+export const warningsOf = (doc: ResourceDocument): string => String((doc.status?.warnings as unknown[] | undefined)?.length ?? 0);
+
 /** The header and a row of `get`'s table for a kind. */
 export function columns(kind: CliKind, now: Date = new Date()): { header: string[]; row: (item: never) => string[] } {
   switch (kind) {
@@ -124,8 +130,8 @@ export function columns(kind: CliKind, now: Date = new Date()): { header: string
       };
     case 'Machine':
       return {
-        header: ['NAME', 'CLUSTER', 'PROFILE', 'PHASE', 'REVISION', 'AGE'],
-        row: (m: ResourceDocument) => [m.metadata.name, orNone(m.spec.cluster), orNone(m.spec.profile), phaseOf(m), String(m.metadata.revision), age(m.metadata.createdAt, now)],
+        header: ['NAME', 'CLUSTER', 'PROFILE', 'PHASE', 'WARNINGS', 'REVISION', 'AGE'],
+        row: (m: ResourceDocument) => [m.metadata.name, orNone(m.spec.cluster), orNone(m.spec.profile), phaseOf(m), warningsOf(m), String(m.metadata.revision), age(m.metadata.createdAt, now)],
       };
     default:
       return {

@@ -22,7 +22,8 @@
  * bootwright's semantics (run once by stamp, the sentinel only on success).
  */
 import { retriedCommand, shellCommand, shellQuote } from '../shell.js';
-import { KUBEADM_RC, REPORT_FAILURE_UNIT, reportCommand, reportedKubeadmLine } from '../plan/report.js';
+import { BOOTSTRAP_STAMP } from '../plan/protected.js';
+import { KUBEADM_RC, REPORT_SECONDS_AT_MOST, reportCommand, reportedKubeadmLine } from '../plan/report.js';
 import type { CommandList, ProvisioningPlan } from '../plan/types.js';
 import { GENERATED, type IgnitionFile, type IgnitionUnit, type Sourced } from './config.js';
 import type { EncodeOptions } from './dataurl.js';
@@ -41,16 +42,14 @@ export const BOOTCMD_SCRIPT = `${KUBEADM_DIR}/bootcmd.sh`;
 export const BOOTSTRAP_UNIT = 'kubeadm-bootstrap.service';
 /** The oneshot unit that runs {@link BOOTCMD_SCRIPT} on every boot. */
 export const BOOTCMD_UNIT = 'kubeadm-bootcmd.service';
-/** `StateDirectory=` of the bootstrap unit, i.e. {@link BOOTSTRAP_STATE_DIR}. */
-const STATE_DIRECTORY = 'bootwright';
-/** The directory systemd makes for the bootstrap unit's `StateDirectory=`, holding {@link BOOTSTRAP_STAMP}. */
-export const BOOTSTRAP_STATE_DIR = `/var/lib/${STATE_DIRECTORY}`;
 /**
- * Written when {@link BOOTSTRAP_SCRIPT} has finished, whatever its outcome; while it
- * exists the bootstrap unit is skipped (`ConditionPathExists=!`), so kubeadm runs once
- * per machine, as cloud-init's per-instance runcmd does.
+ * `StateDirectory=` of the bootstrap unit: systemd makes `/var/lib/bootwright`
+ * (`BOOTSTRAP_STATE_DIR` of src/provision/plan/protected.ts), which holds the stamp
+ * (`BOOTSTRAP_STAMP`), written when the bootstrap script has finished, whatever its
+ * outcome; while it exists the unit is skipped (`ConditionPathExists=!`), so kubeadm runs
+ * once per machine, as cloud-init's per-instance runcmd does.
  */
-export const BOOTSTRAP_STAMP = `${BOOTSTRAP_STATE_DIR}/kubeadm-bootstrap.done`;
+const STATE_DIRECTORY = 'bootwright';
 
 /** CABPK's names (Cluster API input): the kubeadm configuration, the once-only script and its unit. */
 export const CAPI_KUBEADM_CONFIG = '/etc/kubeadm.yml';
@@ -84,11 +83,13 @@ function script(lines: CommandList): string {
  * the pre commands, so a template's own `envsubst` over the file goes first.
  * With a boot report (src/provision/plan/report.ts) the kubeadm line keeps its output and
  * status, and the script ends with that status, so the unit's `ExecStartPost=` (success)
- * or `OnFailure=` (failure) sends the report.
+ * or `ExecStopPost=` (failure) sends the report. With users in groups, it starts with
+ * the groups script (`./groups.ts`).
  *
  * @param configPath where the kubeadm configuration is written
+ * @param groupsScript the groups script to run first, when the plan has one
  */
-export function bootstrapScript(plan: ProvisioningPlan, configPath: string): string {
+export function bootstrapScript(plan: ProvisioningPlan, configPath: string, groupsScript?: string): string {
   const { pre, main, post } = plan.commands;
   const sentinel = plan.successSentinel;
   const command = shellCommand([...main.argv, '--config', configPath]);
@@ -97,7 +98,8 @@ export function bootstrapScript(plan: ProvisioningPlan, configPath: string): str
   const kubeadm = plan.report ? reportedKubeadmLine(run, sentinel) : `${run} && echo success > ${shellQuote(sentinel)}`;
   const sentinelDir = sentinel.slice(0, sentinel.lastIndexOf('/')) || '/';
   const status = plan.report ? [`exit "$(cat ${KUBEADM_RC} 2>/dev/null || echo 1)"`] : [];
-  return script([...pre, `mkdir -p ${shellQuote(sentinelDir)}`, kubeadm, ...post, ...status]);
+  const groups = groupsScript !== undefined ? [`/bin/sh ${groupsScript}`] : [];
+  return script([...groups, ...pre, `mkdir -p ${shellQuote(sentinelDir)}`, kubeadm, ...post, ...status]);
 }
 
 /** The every-boot script: the boot commands as lines of a `sh` script (cloud-init bootcmd). */
@@ -115,8 +117,11 @@ export function bootcmdScript(boot: CommandList): string {
  * reaches the unit but the node name (`%` escaped; left out if it cannot be a setting).
  * With metadata variables, it `Wants=` and is `After=` the unit writing the metadata
  * file, when known (`coreos-metadata.service`, `afterburn.service`).
- * With a boot report: `OnFailure=` {@link REPORT_FAILURE_UNIT}, and an `ExecStartPost=-`
- * running the report script with `success` (the `-` ignores its status; it exits 0 anyway).
+ * With a boot report: an `ExecStartPost=-` running the report script with `success`, and
+ * an `ExecStopPost=-` running it with `stop` (systemd runs it at once when `ExecStart=`
+ * failed, and at shutdown after a success, when the script sends nothing), the `-`
+ * ignoring their status (the script exits 0 anyway), and `TimeoutStopSec=` long enough
+ * for a report's retries (`REPORT_SECONDS_AT_MOST`).
  *
  * @param script the once-only script the unit runs (its layout's)
  */
@@ -131,32 +136,11 @@ export function bootstrapUnit(plan: ProvisioningPlan, withBootcmd: boolean, scri
       'After=containerd.service crio.service docker.service',
       ...(withBootcmd ? [`After=${BOOTCMD_UNIT}`] : []),
       ...(metadata ? [`Wants=${metadata}`, `After=${metadata}`] : []),
-      ...(plan.report ? [`OnFailure=${REPORT_FAILURE_UNIT}`] : []),
     ],
     script,
     BOOTSTRAP_STAMP,
-    plan.report ? [`-${reportCommand('success')}`] : [],
+    plan.report ? { afterStart: [`-${reportCommand('success')}`], afterStop: [`-${reportCommand('stop')}`], service: [`TimeoutStopSec=${REPORT_SECONDS_AT_MOST}`] } : {},
   );
-}
-
-/**
- * {@link REPORT_FAILURE_UNIT}: started by systemd when the bootstrap unit fails
- * (`OnFailure=`), runs the report script with `failure` once, after the network is up.
- * Not enabled: nothing but `OnFailure=` starts it.
- */
-export function reportFailureUnit(): string {
-  return [
-    '[Unit]',
-    'Description=Report a failed kubeadm bootstrap to bootwright',
-    'Wants=network-online.target',
-    'After=network-online.target',
-    '',
-    '[Service]',
-    'Type=oneshot',
-    `ExecStart=-${reportCommand('failure')}`,
-    'StandardOutput=journal+console',
-    '',
-  ].join('\n');
 }
 
 /**
@@ -165,9 +149,11 @@ export function reportFailureUnit(): string {
  * it is not retried on later boots); `StateDirectory=` creates the stamp's directory.
  *
  * @param unitLines the `[Unit]` settings before the stamp condition (description, ordering)
- * @param afterStart more `ExecStartPost=` command lines, run after the stamp is written
+ * @param more `afterStart`: more `ExecStartPost=` command lines, run after the stamp is
+ *   written; `afterStop`: more `ExecStopPost=` lines, likewise; `service`: more
+ *   `[Service]` settings
  */
-export function runOnceUnit(unitLines: readonly string[], script: string, stamp: string, afterStart: readonly string[] = []): string {
+export function runOnceUnit(unitLines: readonly string[], script: string, stamp: string, more: { afterStart?: readonly string[]; afterStop?: readonly string[]; service?: readonly string[] } = {}): string {
   return [
     '[Unit]',
     ...unitLines,
@@ -179,8 +165,10 @@ export function runOnceUnit(unitLines: readonly string[], script: string, stamp:
     `StateDirectory=${STATE_DIRECTORY}`,
     `ExecStart=/bin/sh ${script}`,
     `ExecStartPost=touch ${stamp}`,
-    ...afterStart.map((c) => `ExecStartPost=${c}`),
+    ...(more.afterStart ?? []).map((c) => `ExecStartPost=${c}`),
     `ExecStopPost=touch ${stamp}`,
+    ...(more.afterStop ?? []).map((c) => `ExecStopPost=${c}`),
+    ...(more.service ?? []),
     'StandardOutput=journal+console',
     '',
     '[Install]',
@@ -217,7 +205,7 @@ export function bootcmdUnit(bootstrapUnit = BOOTSTRAP_UNIT): string {
  * @throws Error when `plan.commands.main.configFile.name` is not a plain file name (a
  *   builder bug, not a request problem)
  */
-export function bootstrapEntries(plan: ProvisioningPlan, encoding: EncodeOptions): { files: Sourced<IgnitionFile>[]; units: Sourced<IgnitionUnit>[] } {
+export function bootstrapEntries(plan: ProvisioningPlan, encoding: EncodeOptions, groupsScript?: string): { files: Sourced<IgnitionFile>[]; units: Sourced<IgnitionUnit>[] } {
   const { configFile } = plan.commands.main;
   if (!FILE_NAME.test(configFile.name)) throw new Error(`kubeadm config file name ${JSON.stringify(configFile.name)} is not a plain file name`);
   const names = layoutNames(plan.layout, configFile.name);
@@ -227,12 +215,11 @@ export function bootstrapEntries(plan: ProvisioningPlan, encoding: EncodeOptions
     generatedFile(names.config, configFile.contents, KUBEADM_CONFIG_MODE, encoding),
     ...(withBootcmd ? [generatedFile(BOOTCMD_SCRIPT, bootcmdScript(plan.commands.boot), SCRIPT_MODE, encoding)] : []),
     ...(withMetadata ? [generatedFile(METADATA_SCRIPT, METADATA_SCRIPT_TEXT, SCRIPT_MODE, encoding)] : []),
-    generatedFile(names.script, bootstrapScript(plan, names.config), SCRIPT_MODE, encoding),
+    generatedFile(names.script, bootstrapScript(plan, names.config, groupsScript), SCRIPT_MODE, encoding),
   ];
   const units: Sourced<IgnitionUnit>[] = [
     ...(withBootcmd ? [{ entry: { name: BOOTCMD_UNIT, enabled: true, contents: bootcmdUnit(names.unit) }, origin: GENERATED }] : []),
     { entry: { name: names.unit, enabled: true, contents: bootstrapUnit(plan, withBootcmd, names.script) }, origin: GENERATED },
-    ...(plan.report ? [{ entry: { name: REPORT_FAILURE_UNIT, contents: reportFailureUnit() }, origin: GENERATED }] : []),
   ];
   return { files, units };
 }

@@ -6,22 +6,18 @@
  * cloud-init creates missing groups (`create_group` for each of a user's groups), so
  * the request means "member of these groups, created when missing" in both formats.
  *
- * Layout on the node: `/etc/kubeadm/groups.sh` (0700), run once by
- * `kubeadm-groups.service`, ordered before `kubeadm-bootstrap.service`.
+ * Layout on the node: `/etc/kubeadm/groups.sh` (0700), run once, as the first line of the
+ * bootstrap script (`./bootstrap.ts`): after the boot commands and before the pre
+ * commands, as cloud-init's users-groups module runs after bootcmd and before runcmd.
  */
 import { shellQuote } from '../shell.js';
 import type { Owner, PlanDirectory, PlanFile, PlanUser } from '../plan/types.js';
-import { GENERATED, type IgnitionFile, type IgnitionUnit, type Sourced } from './config.js';
+import type { IgnitionFile, Sourced } from './config.js';
 import type { EncodeOptions } from './dataurl.js';
-import { BOOTSTRAP_STATE_DIR, BOOTSTRAP_UNIT, KUBEADM_DIR, runOnceUnit } from './bootstrap.js';
 import { generatedFile } from './files.js';
 
-/** The script that adds users to their groups. */
-export const GROUPS_SCRIPT = `${KUBEADM_DIR}/groups.sh`;
-/** The oneshot unit that runs {@link GROUPS_SCRIPT} once, before kubeadm. */
-export const GROUPS_UNIT = 'kubeadm-groups.service';
-/** Written when {@link GROUPS_SCRIPT} has run; while it exists the unit is skipped. */
-export const GROUPS_STAMP = `${BOOTSTRAP_STATE_DIR}/kubeadm-groups.done`;
+/** The script that adds users to their groups (under /etc/kubeadm, reserved since v0.1.0). */
+export const GROUPS_SCRIPT = '/etc/kubeadm/groups.sh';
 const SCRIPT_MODE = 0o700;
 
 /** A file or directory whose group the groups script gives it, after the group exists. */
@@ -97,20 +93,17 @@ export function groupsScript(users: readonly PlanUser[], late: readonly LateGrou
   return `${lines.join('\n')}\n`;
 }
 
-/** `kubeadm-groups.service`: runs the script once (stamp in the bootstrap unit's state directory), before kubeadm. */
-export function groupsUnit(bootstrapUnit = BOOTSTRAP_UNIT): string {
-  return runOnceUnit(['Description=Add node users to their supplementary groups (once)', `Before=${bootstrapUnit}`], GROUPS_SCRIPT, GROUPS_STAMP);
+/** Whether the plan needs the groups script: a user has a primary or supplementary group. */
+export function needsGroups(users: readonly PlanUser[]): boolean {
+  return users.some((u) => u.groups.length > 0 || u.primaryGroup !== undefined);
 }
 
 /**
- * The groups script and unit when any user has a primary or supplementary group;
- * nothing otherwise (then `late` is empty too: {@link deferGroupOwners} defers only those
- * groups).
+ * The groups script when any user has a primary or supplementary group
+ * ({@link needsGroups}); nothing otherwise (then `late` is empty too:
+ * {@link deferGroupOwners} defers only those groups). The bootstrap script runs it.
  */
-export function groupEntries(users: readonly PlanUser[], late: readonly LateGroup[], encoding: EncodeOptions, bootstrapUnit = BOOTSTRAP_UNIT): { files: Sourced<IgnitionFile>[]; units: Sourced<IgnitionUnit>[] } {
-  if (!users.some((u) => u.groups.length > 0 || u.primaryGroup !== undefined)) return { files: [], units: [] };
-  return {
-    files: [generatedFile(GROUPS_SCRIPT, groupsScript(users, late), SCRIPT_MODE, encoding)],
-    units: [{ entry: { name: GROUPS_UNIT, enabled: true, contents: groupsUnit(bootstrapUnit) }, origin: GENERATED }],
-  };
+export function groupEntries(users: readonly PlanUser[], late: readonly LateGroup[], encoding: EncodeOptions): Sourced<IgnitionFile>[] {
+  if (!needsGroups(users)) return [];
+  return [generatedFile(GROUPS_SCRIPT, groupsScript(users, late), SCRIPT_MODE, encoding)];
 }

@@ -51,13 +51,13 @@ function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Merg
       message: `uses cloud-init Jinja (${use.source}), which only cloud-config fills in; an Ignition node reads its metadata from a metadata file: use a variable such as \${COREOS_EC2_HOSTNAME} (Flatcar) or \${AFTERBURN_AWS_HOSTNAME} (Fedora CoreOS), see docs/boot-identity.md`,
     });
   }
-  const boot = bootstrapEntries(plan, encoding);
   const passwd = passwdEntries(plan.users, encoding, problems);
   const lateFiles = deferGroupOwners(plan.users, plan.files);
   const lateDirs = deferGroupOwners(plan.users, plan.directories);
-  const groups = groupEntries(plan.users, [...lateFiles.late, ...lateDirs.late], encoding, layoutNames(plan.layout, plan.commands.main.configFile.name).unit);
+  const groups = groupEntries(plan.users, [...lateFiles.late, ...lateDirs.late], encoding);
+  const boot = bootstrapEntries(plan, encoding, groups[0]?.entry.path);
   const ntp = ntpEntries(plan.ntp, encoding);
-  const derivedFiles = [...boot.files, ...groups.files, ...passwd.files, ...ntp.files];
+  const derivedFiles = [...boot.files, ...groups, ...passwd.files, ...ntp.files];
   const planFiles = fileEntries(lateFiles.entries, encoding, problems);
   const directories = directoryEntries(lateDirs.entries, problems);
   const disks = diskEntries(plan.disks, problems);
@@ -66,7 +66,7 @@ function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Merg
     entry: { name: u.name, ...(u.enabled !== undefined ? { enabled: u.enabled } : {}), ...(u.contents !== undefined ? { contents: u.contents } : {}) },
     origin: `plan.units[${i}]`,
   }));
-  const derivedUnits = [...mountUnits(plan.mounts, filesystems.resolved, problems), ...groups.units, ...boot.units];
+  const derivedUnits = [...mountUnits(plan.mounts, filesystems.resolved, problems), ...boot.units];
 
   // One owner per path. Entries bootwright derives (scripts, units, sudoers, NTP) claim
   // theirs before the plan's explicit files, directories and units, so a clash names the
@@ -93,8 +93,8 @@ function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Merg
     ...(passwd.users.length ? { passwd: { users: entries(passwd.users) } } : {}),
   };
   return mergeAdditionalConfig(generated, plan.ignition, {
-    paths: [...boot.files, ...groups.files].map((f) => f.entry.path),
-    units: [...boot.units, ...groups.units].map((u) => u.entry.name),
+    paths: [...boot.files, ...groups].map((f) => f.entry.path),
+    units: boot.units.map((u) => u.entry.name),
     kubeadmUnit: layoutNames(plan.layout, plan.commands.main.configFile.name).unit,
   });
 }
@@ -110,9 +110,9 @@ function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Merg
  *
  * Output: files (plan order, then the kubeadm configuration and scripts, sudoers and NTP
  * drop-ins) as `data:` URLs with decimal modes and owners by name; directories; disks
- * (GPT), filesystems; `.mount`/`.swap` units for mounts; `kubeadm-groups.service` (once,
- * supplementary groups), `kubeadm-bootstrap.service` (once) and `kubeadm-bootcmd.service`
- * (every boot); users. See the modules for each
+ * (GPT), filesystems; `.mount`/`.swap` units for mounts; `kubeadm-bootstrap.service`
+ * (once: the groups script for supplementary groups, then the commands and kubeadm) and
+ * `kubeadm-bootcmd.service` (every boot); users. See the modules for each
  * part's rules.
  *
  * Additional config (`plan.ignition`, Cluster API `ignition.containerLinuxConfig`): merged

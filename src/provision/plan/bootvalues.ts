@@ -13,6 +13,7 @@
  *   never through Jinja or variables in `spec.kubeadm`.
  */
 import { type FieldProblem, RequestError } from '../../errors.js';
+import type { Ratchet } from '../../rules.js';
 import type { NodeBootstrap, OutputFormat, Platform } from '../../request/schema.js';
 import { scanJinja } from '../cloudinit/jinja.js';
 import type { BootValueUse, PlanBootValues } from './types.js';
@@ -114,9 +115,11 @@ const jinjaProblem = (path: string, p: { line: number; column: number; message: 
  * The metadata file: `spec.output.metadataFile`, else the one of the variables' prefix
  * ({@link METADATA_FILES}); variables of both prefixes without a file are refused.
  *
- * @throws RequestError listing every problem, at the request's fields
+ * @param ratchet what a stored machine is excused from (a native kubeadm value with
+ *   Jinja or a variable, rule `boot-value`: it reaches the node as written, as before)
+ * @throws RequestError listing every problem not excused, at the request's fields
  */
-export function findBootValues(req: NodeBootstrap, clusterApi: boolean, nodeName?: MetadataNodeName): PlanBootValues {
+export function findBootValues(req: NodeBootstrap, clusterApi: boolean, nodeName?: MetadataNodeName, ratchet?: Ratchet): PlanBootValues {
   const { kubeadm, other } = requestTexts(req);
   const problems: FieldProblem[] = [];
   const jinjaUses: BootValueUse[] = [];
@@ -130,13 +133,13 @@ export function findBootValues(req: NodeBootstrap, clusterApi: boolean, nodeName
       for (const e of final.expressions) jinjaUses.push({ path, source: e.source });
       for (const p of final.problems) problems.push(jinjaProblem(path, p));
     } else if (final.expressions.length > 0 || final.problems.length > 0) {
-      problems.push({ path, message: 'uses cloud-init Jinja in a kubeadm value, which would reach the node as written: name the node from metadata with spec.nodeName.fromMetadata (see docs/boot-identity.md)' });
+      problems.push({ path, message: 'uses cloud-init Jinja in a kubeadm value, which would reach the node as written: name the node from metadata with spec.nodeName.fromMetadata (see docs/boot-identity.md)', rule: 'boot-value' });
     }
   }
   for (const { path, text } of kubeadm) {
     for (const v of metadataVariables(text)) {
       if (clusterApi) variables.push({ path, ...v });
-      else problems.push({ path, message: `uses the metadata variable ${v.source} in a kubeadm value, which would reach the node as written: name the node from metadata with spec.nodeName.fromMetadata.variable (see docs/boot-identity.md)` });
+      else problems.push({ path, message: `uses the metadata variable ${v.source} in a kubeadm value, which would reach the node as written: name the node from metadata with spec.nodeName.fromMetadata.variable (see docs/boot-identity.md)`, rule: 'boot-value' });
     }
   }
   if (nodeName?.variable !== undefined) variables.push({ ...nodeName.use, name: nodeName.variable });
@@ -147,7 +150,8 @@ export function findBootValues(req: NodeBootstrap, clusterApi: boolean, nodeName
     if (files.size > 1) problems.push({ path: variables[0]!.path, message: `mixes COREOS_ and AFTERBURN_ variables (${variables.map((v) => v.name).join(', ')}), which two metadata files hold: give spec.output.metadataFile` });
     metadataFile = [...files][0];
   }
-  if (problems.length > 0) throw new RequestError(problems);
+  const refused = ratchet ? ratchet.refuse(problems) : problems;
+  if (refused.length > 0) throw new RequestError(refused);
   return {
     ...(usesJinja ? { jinja: 'request' as const } : nodeName && nodeName.variable === undefined ? { jinja: 'kubeadm' as const } : {}),
     jinjaUses,

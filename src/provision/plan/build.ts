@@ -7,11 +7,12 @@ import { gunzipSync } from 'node:zlib';
 import type { KubeadmBootstrap } from '../../bootstrap/kubeadm/build.js';
 import type { FileInput, NodeBootstrap } from '../../request/schema.js';
 import { type FieldProblem, RequestError } from '../../errors.js';
+import type { Ratchet } from '../../rules.js';
 import { checkPlan } from './check.js';
 import { findBootValues, type MetadataNodeName } from './bootvalues.js';
 import { bootPathProblem } from './protected.js';
 import { reportFile } from './report.js';
-import { type Owner, type PlanDirectory, type PlanDisk, type PlanFile, type PlanReport, type PlanUser, type ProvisioningPlan, SUCCESS_SENTINEL } from './types.js';
+import { type Owner, type PlanDirectory, type PlanDisk, type PlanFile, type PlanNtp, type PlanReport, type PlanUser, type ProvisioningPlan, SUCCESS_SENTINEL } from './types.js';
 
 /** cloud-init's default file mode for `write_files` (0644). */
 const DEFAULT_FILE_MODE = 0o644;
@@ -158,6 +159,15 @@ function primaryGroupOf(u: { name: string; groups?: string; primaryGroup?: strin
   return groups.includes(u.name) ? { primaryGroup: u.name } : {};
 }
 
+/** NTP servers each once, first mention first, with the field that first named each. */
+function planNtpServers(servers: readonly string[]): Required<Pick<PlanNtp, 'servers' | 'origins'>> {
+  const first = new Map<string, number>();
+  servers.forEach((s, i) => {
+    if (!first.has(s)) first.set(s, i);
+  });
+  return { servers: [...first.keys()], origins: [...first.values()].map((i) => `spec.provisioning.ntp.servers[${i}]`) };
+}
+
 /** The additional Ignition config, when the request gives one (Cluster API `ignition.containerLinuxConfig`). */
 function planIgnition(prov: NonNullable<NodeBootstrap['spec']['provisioning']>): Pick<ProvisioningPlan, 'ignition'> {
   const clc = prov.ignition?.containerLinuxConfig;
@@ -173,19 +183,16 @@ function planIgnition(prov: NonNullable<NodeBootstrap['spec']['provisioning']>):
 
 /**
  * Request files and mount points at a path bootwright needs ({@link bootPathProblem}),
- * whatever the output format.
+ * whatever the output format, each tagged with its rule when a later release brought it.
  */
 function bootPathProblems(plan: ProvisioningPlan): FieldProblem[] {
   const problems: FieldProblem[] = [];
-  // Entries without an origin are bootwright's own (the PKI).
-  for (const f of plan.files) {
-    const problem = f.origin === undefined ? undefined : bootPathProblem(f.path, 'file');
-    if (problem) problems.push({ path: `${f.origin!}.path`, message: problem });
-  }
-  for (const m of plan.mounts) {
-    const problem = m.origin === undefined ? undefined : bootPathProblem(m.mountPoint, 'directory');
-    if (problem) problems.push({ path: `${m.origin!}[1]`, message: problem });
-  }
+  const problem = (path: string, p: ReturnType<typeof bootPathProblem>) => {
+    if (p) problems.push({ path, message: p.message, ...(p.rule ? { rule: p.rule } : {}) });
+  };
+  // Entries without an origin are bootwright's own (the PKI, the report script).
+  for (const f of plan.files) if (f.origin !== undefined) problem(`${f.origin}.path`, bootPathProblem(f.path, 'file', plan.layout));
+  for (const m of plan.mounts) if (m.origin !== undefined) problem(`${m.origin}[1]`, bootPathProblem(m.mountPoint, 'directory', plan.layout));
   return problems;
 }
 
@@ -200,6 +207,8 @@ export interface BuildPlanOptions {
   nodeName?: MetadataNodeName;
   /** Where the node reports kubeadm's outcome (data served for a stored machine); absent for a bare render. Linux nodes only. */
   report?: PlanReport;
+  /** What a stored machine is excused from (src/rules.ts); absent: every rule holds. */
+  ratchet?: Ratchet;
 }
 
 /**
@@ -214,17 +223,17 @@ export interface BuildPlanOptions {
  * stored Linux machine), the boot report script is added as bootwright's own file and the
  * plan carries the target (src/provision/plan/report.ts). The node's OS is `targetOs` (`./os.ts`); a Windows plan's
  * sentinel is `C:\run\cluster-api\bootstrap-success.complete`. The plan is then checked
- * once for every format (`checkPlan`) and for its OS (`osPlanProblems`).
- *
+ * once for every format (`checkPlan`) and for its OS (`osPlanProblems`); with
+ * `options.ratchet`, what a stored machine is excused from is recorded there instead.
  *
  * @throws RequestError naming the field for contents that do not decode, for request
  *   files and mount points at a path bootwright needs ({@link bootPathProblem}), and for
- *   every problem `checkPlan` and `osPlanProblems` find
+ *   every problem `checkPlan` and `osPlanProblems` find, except those excused
  */
 export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap, options: BuildPlanOptions = {}): ProvisioningPlan {
   const prov = req.spec.provisioning ?? {};
   const clusterApi = options.clusterApi ?? false;
-  const bootValues = findBootValues(req, clusterApi, options.nodeName);
+  const bootValues = findBootValues(req, clusterApi, options.nodeName, options.ratchet);
   const files = planFiles(req, kubeadm);
   const os = targetOs(req);
   // The report script is a shell script: Linux nodes only (cloudbase-init runs cmd.exe).
@@ -251,7 +260,7 @@ export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap, options
     files,
     directories: homeDirectories(files, users),
     users,
-    ...(prov.ntp ? { ntp: { ...(prov.ntp.enabled !== undefined ? { enabled: prov.ntp.enabled } : {}), servers: prov.ntp.servers ?? [] } } : {}),
+    ...(prov.ntp ? { ntp: { ...(prov.ntp.enabled !== undefined ? { enabled: prov.ntp.enabled } : {}), ...planNtpServers(prov.ntp.servers ?? []) } } : {}),
     disks: planDisks(req),
     filesystems: (prov.diskSetup?.filesystems ?? []).map((f, i) => ({
       origin: `spec.provisioning.diskSetup.filesystems[${i}]`,
@@ -289,7 +298,8 @@ export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap, options
     ...(report ? { report } : {}),
     warnings: [...kubeadm.warnings],
   };
-  const problems = [...bootPathProblems(plan), ...checkPlan(plan), ...osPlanProblems(plan, req)];
+  const found = [...bootPathProblems(plan), ...checkPlan(plan), ...osPlanProblems(plan, req)];
+  const problems = options.ratchet ? options.ratchet.refuse(found) : found;
   if (problems.length > 0) throw new RequestError(problems);
   return plan;
 }

@@ -6,8 +6,29 @@
  * write before a tmpfs hides it).
  */
 import type { FieldProblem } from '../../errors.js';
+import type { RuleName } from '../../rules.js';
 import { filesystemTarget } from './devices.js';
 import type { ProvisioningPlan } from './types.js';
+
+/** Control characters a command may not contain: C0 but TAB and LF, and DEL. */
+const COMMAND_CONTROL = /[\x00-\x08\x0b-\x1f\x7f]/;
+
+/**
+ * Why a command is not what it looks like, or undefined: a C0 control character other
+ * than TAB and line feed, or DEL. A CR hides what precedes it on a terminal (and the
+ * shell reads it as part of a word), NUL ends the string for C and cuts the line short,
+ * ESC starts a terminal escape; cloud-init and the Ignition script would run the bytes
+ * as written. Line feeds stay (a multi-line command, such as a here-document).
+ */
+export function commandControlProblem(text: string): string | undefined {
+  const m = COMMAND_CONTROL.exec(text);
+  if (!m) return undefined;
+  const code = m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
+  return `contains the control character U+${code} at offset ${m.index}: a command must be what it looks like (only TAB and line feed are allowed)`;
+}
+
+/** The request field of each command phase. */
+const COMMAND_FIELDS = { boot: 'spec.provisioning.bootCommands', pre: 'spec.provisioning.preKubeadmCommands', post: 'spec.provisioning.postKubeadmCommands' } as const;
 
 /**
  * Longest filesystem label per format, in bytes, as each mkfs takes it: mke2fs (ext2,
@@ -38,8 +59,14 @@ function isSwapMount(m: { mountPoint: string; fsType?: string }): boolean {
   return m.fsType === 'swap' || m.mountPoint === 'none' || m.mountPoint === 'swap';
 }
 
+/** A problem of `rule` (src/rules.ts). */
+const tagged = (rule: RuleName, path: string, message: string): FieldProblem => ({ path, message, rule });
+
 /**
- * Check a plan against the rules every format shares:
+ * Check a plan against the rules every format shares, each problem tagged with its rule
+ * (src/rules.ts: what an earlier release stored is excused from a later rule):
+ * - commands: no control character but TAB and line feed ({@link commandControlProblem},
+ *   `spec.provisioning.<phase>Commands[i]`);
  * - disks: a device listed once (`<origin>.device`);
  * - filesystems: a label within its format's byte limit ({@link LABEL_BYTES},
  *   `<origin>.label`); one filesystem per exact device (a device and partition number,
@@ -56,11 +83,18 @@ function isSwapMount(m: { mountPoint: string; fsType?: string }): boolean {
 export function checkPlan(plan: ProvisioningPlan): FieldProblem[] {
   const problems: FieldProblem[] = [];
 
+  for (const phase of ['boot', 'pre', 'post'] as const) {
+    plan.commands[phase].forEach((c, i) => {
+      const problem = commandControlProblem(c);
+      if (problem) problems.push(tagged('command-control', `${COMMAND_FIELDS[phase]}[${i}]`, problem));
+    });
+  }
+
   const disks = new Map<string, string>();
   plan.disks.forEach((d, i) => {
     const origin = d.origin ?? `spec.provisioning.diskSetup.partitions[${i}]`;
     const first = disks.get(d.device);
-    if (first !== undefined) problems.push({ path: `${origin}.device`, message: `disk ${d.device} is listed twice (first at ${first}.device)` });
+    if (first !== undefined) problems.push(tagged('disk-device', `${origin}.device`, `disk ${d.device} is listed twice (first at ${first}.device)`));
     else disks.set(d.device, origin);
   });
 
@@ -69,12 +103,12 @@ export function checkPlan(plan: ProvisioningPlan): FieldProblem[] {
     const origin = f.origin ?? `spec.provisioning.diskSetup.filesystems[${i}]`;
     const limit = LABEL_BYTES[f.filesystem];
     if (f.label !== undefined && limit !== undefined && Buffer.byteLength(f.label, 'utf8') > limit) {
-      problems.push({ path: `${origin}.label`, message: `${f.filesystem} labels are at most ${limit} bytes (mkfs refuses or cuts a longer one)` });
+      problems.push(tagged('filesystem-label', `${origin}.label`, `${f.filesystem} labels are at most ${limit} bytes (mkfs refuses or cuts a longer one)`));
     }
     const target = filesystemTarget(f);
     if (target === undefined) return;
     const first = targets.get(target);
-    if (first !== undefined) problems.push({ path: `${origin}.device`, message: `a filesystem on ${target} is listed twice (first at ${first})` });
+    if (first !== undefined) problems.push(tagged('filesystem-device', `${origin}.device`, `a filesystem on ${target} is listed twice (first at ${first})`));
     else targets.set(target, origin);
   });
 
@@ -84,13 +118,13 @@ export function checkPlan(plan: ProvisioningPlan): FieldProblem[] {
     const fields = [m.device, m.mountPoint, m.fsType, m.options, m.dump, m.pass];
     const bad = fields.findIndex((v) => v !== undefined && CONTROL.test(v));
     if (bad >= 0) {
-      problems.push({ path: `${origin}[${bad}]`, message: 'has a line break or control character, which no fstab line or mount unit can hold' });
+      problems.push(tagged('mount-field', `${origin}[${bad}]`, 'has a line break or control character, which no fstab line or mount unit can hold'));
       return;
     }
     if (isSwapMount(m) || !m.mountPoint.startsWith('/')) return;
     const where = cleanMountPoint(m.mountPoint);
     const first = mountPoints.get(where);
-    if (first !== undefined) problems.push({ path: `${origin}[1]`, message: `mount point ${where} is already used by ${first}` });
+    if (first !== undefined) problems.push(tagged('mount-point', `${origin}[1]`, `mount point ${where} is already used by ${first}`));
     else mountPoints.set(where, origin);
   });
 
@@ -99,17 +133,17 @@ export function checkPlan(plan: ProvisioningPlan): FieldProblem[] {
     const badGroup = (g: string) => !GROUP_NAME.test(g) || Buffer.byteLength(g, 'utf8') > GROUP_NAME_MAX;
     const bad = u.groups.filter(badGroup);
     if (bad.length) {
-      problems.push({ path: `${origin}.groups`, message: `${bad.map((g) => JSON.stringify(g)).join(', ')} is not a group name groupadd accepts (a letter or _, then letters, digits, _ - ., at most ${GROUP_NAME_MAX})` });
+      problems.push(tagged('group-name', `${origin}.groups`, `${bad.map((g) => JSON.stringify(g)).join(', ')} is not a group name groupadd accepts (a letter or _, then letters, digits, _ - ., at most ${GROUP_NAME_MAX})`));
     }
     if (u.primaryGroup !== undefined && badGroup(u.primaryGroup)) {
-      problems.push({ path: `${origin}.primaryGroup`, message: 'is not a group name groupadd accepts' });
+      problems.push(tagged('group-name', `${origin}.primaryGroup`, 'is not a group name groupadd accepts'));
     }
-    if (u.sudo !== undefined && /[\r\n]/.test(u.sudo)) problems.push({ path: `${origin}.sudo`, message: 'must be one sudoers rule on one line' });
+    if (u.sudo !== undefined && /[\r\n]/.test(u.sudo)) problems.push(tagged('sudo-line', `${origin}.sudo`, 'must be one sudoers rule on one line'));
   });
 
   plan.ntp?.servers.forEach((server, i) => {
     if (server === '' || /[\s\x00-\x1f\x7f]/.test(server)) {
-      problems.push({ path: `spec.provisioning.ntp.servers[${i}]`, message: 'must be a host name or address without whitespace' });
+      problems.push(tagged('ntp-server', plan.ntp!.origins?.[i] ?? `spec.provisioning.ntp.servers[${i}]`, 'must be a host name or address without whitespace'));
     }
   });
   return problems;

@@ -17,22 +17,28 @@
  *    HTML form (`curl --data-urlencode`) with bounded retries (`--retry`, `--max-time`).
  *    It always exits 0: a report that cannot be sent never fails the boot.
  *
+ * Every path is under a tree bootwright has reserved since v0.1.0 (src/provision/plan/
+ * protected.ts): the script in `/etc/kubeadm` (Ignition writes /etc before the first
+ * boot), kubeadm's output and status in `/run/kubeadm` (written while the node boots, and
+ * gone at the next boot with the join token they hold).
+ *
  * cloud-config runs the script from `runcmd` right after kubeadm; Ignition from the
- * bootstrap unit (`ExecStartPost=` on success, `OnFailure=` {@link REPORT_FAILURE_UNIT}
- * on failure: with a report the bootstrap script exits with kubeadm's status).
+ * bootstrap unit: `ExecStartPost=` on success, `ExecStopPost=` on failure (systemd runs
+ * it once `ExecStart=` failed; with a report the bootstrap script exits with kubeadm's
+ * status), where the script reads systemd's `$SERVICE_RESULT` and stays silent when the
+ * unit merely stops at shutdown after a success.
  */
 import { shellQuote } from '../shell.js';
-import { BOOTSTRAP_STATE_DIR } from './protected.js';
 import type { PlanFile, PlanReport } from './types.js';
 
-/** The report script on the node (both formats: Ignition writes /etc before the first boot). */
-export const REPORT_SCRIPT = '/etc/bootwright/report.sh';
+/** Where kubeadm's output and status are kept while the node boots (a tmpfs: gone at the next boot). */
+export const REPORT_STATE_DIR = '/run/kubeadm';
+/** The report script on the node (both formats). */
+export const REPORT_SCRIPT = '/etc/kubeadm/report.sh';
 /** kubeadm's output, as `tee` copied it (mode 0600). */
-export const KUBEADM_LOG = `${BOOTSTRAP_STATE_DIR}/kubeadm.log`;
+export const KUBEADM_LOG = `${REPORT_STATE_DIR}/kubeadm.log`;
 /** The kubeadm line's exit status, one decimal number. */
-export const KUBEADM_RC = `${BOOTSTRAP_STATE_DIR}/kubeadm.rc`;
-/** The Ignition unit that reports a failed bootstrap (`OnFailure=` of the bootstrap unit). */
-export const REPORT_FAILURE_UNIT = 'kubeadm-report-failure.service';
+export const KUBEADM_RC = `${REPORT_STATE_DIR}/kubeadm.rc`;
 /** Lines of kubeadm's output sent, from its end. */
 export const REPORT_OUTPUT_LINES = 50;
 /** Bytes of output sent at most, from its end (after scrubbing). */
@@ -41,6 +47,14 @@ export const REPORT_OUTPUT_BYTES = 4096;
 export const REPORT_RETRIES = 5;
 /** curl `--max-time` of each attempt, seconds. */
 export const REPORT_MAX_TIME_SECONDS = 15;
+/** curl `--retry-delay`, seconds. */
+export const REPORT_RETRY_DELAY_SECONDS = 3;
+/**
+ * The longest a report takes, seconds: every attempt at its `--max-time` and every delay
+ * between them, and half a minute more. The Ignition bootstrap unit's `TimeoutStopSec=`,
+ * so systemd lets a failure report run to its end (the default, 90 s, is shorter).
+ */
+export const REPORT_SECONDS_AT_MOST = (REPORT_RETRIES + 1) * REPORT_MAX_TIME_SECONDS + REPORT_RETRIES * REPORT_RETRY_DELAY_SECONDS + 30;
 
 /**
  * The kubeadm line with its output and status kept for the report: `mkdir -p` of the
@@ -53,18 +67,23 @@ export const REPORT_MAX_TIME_SECONDS = 15;
  * @param sentinel the success sentinel's absolute path
  */
 export function reportedKubeadmLine(kubeadm: string, sentinel: string): string {
-  return `mkdir -p ${BOOTSTRAP_STATE_DIR}; { ${kubeadm} && echo success > ${shellQuote(sentinel)}; echo $? > ${KUBEADM_RC}; } 2>&1 | (umask 077; exec tee ${KUBEADM_LOG})`;
+  return `mkdir -p ${REPORT_STATE_DIR}; { ${kubeadm} && echo success > ${shellQuote(sentinel)}; echo $? > ${KUBEADM_RC}; } 2>&1 | (umask 077; exec tee ${KUBEADM_LOG})`;
 }
 
-/** The line that runs the report script; `outcome` given (Ignition units) or derived from {@link KUBEADM_RC} (cloud-config). */
-export function reportCommand(outcome?: 'success' | 'failure'): string {
+/**
+ * The line that runs the report script: with `success` (the Ignition unit's
+ * `ExecStartPost=`), `stop` (its `ExecStopPost=`: a failure, unless systemd says the unit
+ * succeeded), or nothing (cloud-config: the outcome from {@link KUBEADM_RC}).
+ */
+export function reportCommand(outcome?: 'success' | 'stop'): string {
   return `/bin/sh ${REPORT_SCRIPT}${outcome ? ` ${outcome}` : ''}`;
 }
 
 /**
  * The report script (POSIX sh, needs `curl`, `tail`, `sed`): see the module comment.
- * `$1` is the outcome (`success` or `failure`); without it, `success` exactly when the
- * recorded status is 0. An exit code that is not a decimal number is sent empty.
+ * `$1` is the outcome (`success`, `failure`, or `stop`: nothing to send when systemd's
+ * `$SERVICE_RESULT` is `success`, else a failure); without it, `success` exactly when
+ * the recorded status is 0. An exit code that is not a decimal number is sent empty.
  *
  * @param report the plan's report target (its URL is single-quoted into the script)
  */
@@ -75,12 +94,13 @@ export function reportScript(report: PlanReport): string {
     `rc=$(cat ${KUBEADM_RC} 2>/dev/null)`,
     "case \"$rc\" in ''|*[!0-9]*) rc= ;; esac",
     'outcome=$1',
+    'if [ "$outcome" = stop ]; then [ "$SERVICE_RESULT" = success ] && exit 0; outcome=failure; fi',
     'if [ -z "$outcome" ]; then if [ "$rc" = 0 ]; then outcome=success; else outcome=failure; fi; fi',
     "command -v curl >/dev/null 2>&1 || { echo 'bootwright: curl not found: the boot report is not sent' >&2; exit 0; }",
     `tail -n ${REPORT_OUTPUT_LINES} ${KUBEADM_LOG} 2>/dev/null |`,
     "  sed -e 's/[a-z0-9]\\{6\\}\\.[a-z0-9]\\{16\\}/<redacted>/g' -e 's/[0-9a-fA-F]\\{64\\}/<redacted>/g' |",
     `  tail -c ${REPORT_OUTPUT_BYTES} |`,
-    `  curl -fsS -o /dev/null --retry ${REPORT_RETRIES} --retry-delay 3 --retry-connrefused --connect-timeout 5 --max-time ${REPORT_MAX_TIME_SECONDS} \\`,
+    `  curl -fsS -o /dev/null --retry ${REPORT_RETRIES} --retry-delay ${REPORT_RETRY_DELAY_SECONDS} --retry-connrefused --connect-timeout 5 --max-time ${REPORT_MAX_TIME_SECONDS} \\`,
     '    --data-urlencode "outcome=$outcome" --data-urlencode "exitCode=$rc" --data-urlencode output@- \\',
     `    ${shellQuote(report.url)} ||`,
     "  echo 'bootwright: the boot report could not be sent' >&2",

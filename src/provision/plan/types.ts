@@ -77,10 +77,15 @@ export interface PlanUser {
   sshAuthorizedKeys: string[];
 }
 
-/** NTP client settings. */
+/**
+ * NTP client settings. `servers` each once, in first-mention order (a server named twice
+ * is one server; cloud-init's schema refuses a list with repeats), with `origins[i]` the
+ * request field that first named `servers[i]` (absent: `spec.provisioning.ntp.servers[i]`).
+ */
 export interface PlanNtp {
   enabled?: boolean;
   servers: string[];
+  origins?: string[];
 }
 
 /** One partition in a disk layout, sized as a percentage of the disk. */

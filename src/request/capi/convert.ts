@@ -53,8 +53,8 @@ export function isClusterApiRequest(value: unknown): value is Doc & { spec: Doc 
  * request's fields to the ones the caller wrote, e.g. `spec.provisioning.files[0].path`
  * → `spec.kubeadmConfigSpec.files[0].path`.
  */
-export function rewriteProblems(problems: readonly FieldProblem[], rewrite: PathRewrite): FieldProblem[] {
-  return problems.map((p) => ({ path: rewriteText(p.path, rewrite), message: rewriteText(p.message, rewrite) }));
+export function rewriteProblems<P extends FieldProblem>(problems: readonly P[], rewrite: PathRewrite): P[] {
+  return problems.map((p) => ({ ...p, path: rewriteText(p.path, rewrite), message: rewriteText(p.message, rewrite) }));
 }
 
 /** `text` with every regular expression metacharacter escaped (paths hold `.`, `[` and `]`). */

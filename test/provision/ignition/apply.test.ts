@@ -54,7 +54,7 @@ describe('ignition-apply writes what the plan says', { skip }, () => {
       const read = (p: string) => readFileSync(path.join(root, p), 'utf8');
       assert.equal(read('etc/kubeadm/kubeadm-join-config.yaml'), plan.commands.main.configFile.contents);
       assert.equal(lstatSync(path.join(root, 'etc/kubeadm/kubeadm-join-config.yaml')).mode & 0o777, 0o600);
-      assert.match(read('etc/kubeadm/bootstrap.sh'), /^#!\/bin\/sh\necho pre\nmkdir -p \/run\/cluster-api\nkubeadm join --config /);
+      assert.match(read('etc/kubeadm/bootstrap.sh'), /^#!\/bin\/sh\n\/bin\/sh \/etc\/kubeadm\/groups\.sh\necho pre\nmkdir -p \/run\/cluster-api\nkubeadm join --config /);
       assert.equal(lstatSync(path.join(root, 'etc/kubeadm/bootstrap.sh')).mode & 0o777, 0o700);
       assert.equal(read('etc/kubeadm/bootcmd.sh'), '#!/bin/sh\necho boot\n');
       assert.equal(read('etc/sudoers.d/alice'), 'alice ALL=(ALL) NOPASSWD:ALL\n');

@@ -59,12 +59,10 @@ describe('renderIgnition: users', () => {
         '',
       ].join('\n'),
     );
-    const units = (out.config as { systemd: { units: { name: string; enabled?: boolean; contents?: string }[] } }).systemd.units;
-    const unit = units.find((u) => u.name === 'kubeadm-groups.service');
-    assert.ok(unit?.enabled);
-    assert.match(unit.contents!, /^Before=kubeadm-bootstrap\.service$/m);
-    assert.match(unit.contents!, /^ExecStart=\/bin\/sh \/etc\/kubeadm\/groups\.sh$/m);
-    assert.match(unit.contents!, /^ConditionPathExists=!\/var\/lib\/bootwright\/kubeadm-groups\.done$/m);
+    // Run once, first thing in the bootstrap script (after the boot commands, before the pre commands, as cloud-init orders them).
+    const units = (out.config as { systemd: { units: { name: string }[] } }).systemd.units;
+    assert.deepEqual(units.filter((u) => u.name === 'kubeadm-groups.service'), []);
+    assert.match(ignitionFiles(out.config).get('/etc/kubeadm/bootstrap.sh')!.toString(), /^#!\/bin\/sh\n\/bin\/sh \/etc\/kubeadm\/groups\.sh\n/);
     await assertValid(out);
   });
 

@@ -10,7 +10,7 @@ import { PathRegistry, UNIT_DIR } from '../registry.js';
 import { checkIgnitionRules } from '../rules.js';
 import type { IgnitionSpecVersion } from '../versions.js';
 import { BOOTSTRAP_UNIT } from '../bootstrap.js';
-import { BOOT_TREES } from '../../plan/protected.js';
+import { BOOT_TREES, BOOTSTRAP_STATE_DIR } from '../../plan/protected.js';
 import { readButaneConfig } from './butane.js';
 import { readClcConfig } from './clc.js';
 import { detectAdditionalConfig, ParseProblem } from './detect.js';
@@ -39,8 +39,12 @@ export interface MergedConfig {
   warnings: string[];
 }
 
-/** Directory trees bootwright owns, in every output format (plan/protected.ts). */
-const PROTECTED_TREES = BOOT_TREES;
+/**
+ * Directory trees an additional config may not write into: bootwright's own
+ * (plan/protected.ts), and the bootstrap unit's state directory, which holds the stamp
+ * that skips kubeadm (refused to additional configs since v0.1.0).
+ */
+const PROTECTED_TREES = [...BOOT_TREES, BOOTSTRAP_STATE_DIR];
 
 /**
  * The unit Cluster API's kubeadm bootstrap provider runs kubeadm from (`/etc/kubeadm.sh`);

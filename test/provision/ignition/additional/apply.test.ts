@@ -13,7 +13,8 @@ import { worker } from '../../../support/requests.js';
 import { fullPlan, HARD_TEXTS, makePlan, planFile } from '../plan.js';
 import { assertValid, haveIgnitionApply, withAppliedRoot } from '../tools.js';
 import { requestError } from '../../../support/errors.js';
-import { BOOTSTRAP_STAMP, BOOTSTRAP_STATE_DIR, BOOTSTRAP_UNIT } from '../../../../src/provision/ignition/bootstrap.js';
+import { BOOTSTRAP_UNIT } from '../../../../src/provision/ignition/bootstrap.js';
+import { BOOTSTRAP_STAMP, BOOTSTRAP_STATE_DIR } from '../../../../src/provision/plan/protected.js';
 
 const ORIGIN = 'spec.provisioning.ignition.containerLinuxConfig.additionalConfig';
 
