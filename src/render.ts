@@ -147,8 +147,8 @@ export function renderNodeBootstrap(req: NodeBootstrap, options: RenderOptions =
 function render(req: NodeBootstrap, options: RenderOptions): RenderResult {
   const format = formatNamed(options.format ?? req.spec.output?.format ?? DEFAULT_FORMAT);
   const nodeName = metadataNodeName(req, format.name);
-  const kubeadm = buildKubeadm(req, nodeName ? { nodeName: nodeName.value } : {});
   const ratchet = new Ratchet(options.levels, format.name);
+  const kubeadm = buildKubeadm(req, { ratchet, ...(nodeName ? { nodeName: nodeName.value } : {}) });
   const plan = buildPlan(req, kubeadm, { clusterApi: clusterApiOrigin(req) !== undefined, ratchet, ...(nodeName ? { nodeName } : {}), ...(options.reportUrl !== undefined ? { report: { url: options.reportUrl } } : {}) });
   const platform = options.platform === undefined ? req.spec.output?.platform : (options.platform ?? undefined);
   const platformField = options.platform ? (options.platformField ?? 'platform') : 'spec.output.platform';

@@ -53,6 +53,10 @@ export const RULES = {
     since: 1,
     summary: 'cloud-init Jinja or a metadata variable in a native request\'s kubeadm value, which reaches the node as written (use spec.nodeName.fromMetadata)',
   },
+  'kubeadm-value': {
+    since: 1,
+    summary: 'a kubeadm override value that kubeadm refuses on loading its configuration: a version, endpoint, subnet, DNS domain, bootstrap token group or usage, certificate SAN, image repository, absolute path, node name, CRI socket or advertise address (src/bootstrap/kubeadm/values.ts)',
+  },
   'group-name': {
     since: 1,
     summary: 'a user\'s group or primary group that groupadd refuses',
@@ -72,6 +76,10 @@ export const RULES = {
   'filesystem-device': {
     since: { 'cloud-config': 1, ignition: 0 },
     summary: 'two filesystems on one device or partition (cloud-config; Ignition always refused it)',
+  },
+  'filesystem-whole-disk': {
+    since: 1,
+    summary: 'a filesystem with partition none on a disk the request partitions, made over the partition table just written',
   },
   'filesystem-label': {
     since: { 'cloud-config': 1, ignition: 0 },

@@ -8,6 +8,7 @@
  * keys), filesystems, mounts, NTP servers and commands decoded from the two outputs,
  * each as its node reads it, are equal.
  */
+import { disksByDevice, filesystemTarget } from '../src/provision/plan/devices.js';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
@@ -137,6 +138,7 @@ function cloudMeaning(text: string, requestPaths: Set<string>): Meaning {
   for (const u of (doc.users as { name: string; groups?: string; sudo?: string; ssh_authorized_keys?: string[] }[] | undefined) ?? []) {
     users[u.name] = { groups: (u.groups ?? '').split(',').map((g) => g.trim()).filter(Boolean), ...(u.sudo ? { sudo: u.sudo } : {}), keys: [...new Set(u.ssh_authorized_keys ?? [])] };
   }
+  const diskSetup = (doc.disk_setup as Record<string, { layout: boolean | unknown[] }> | undefined) ?? {};
   const fsSetup = (doc.fs_setup as { device: string; partition?: string; filesystem: string; label?: string }[] | undefined) ?? [];
   const ntp = doc.ntp as { enabled?: boolean; servers?: string[] } | undefined;
   const bootcmd = (doc.bootcmd as string[] | undefined) ?? [];
@@ -145,8 +147,10 @@ function cloudMeaning(text: string, requestPaths: Set<string>): Meaning {
     directories,
     users,
     filesystems: fsSetup.map((f) => {
-      assert.ok(f.partition === undefined || ['auto', 'none'].includes(f.partition), `fs_setup partition ${String(f.partition)} is the device itself`);
-      return { device: f.device, format: f.filesystem, ...(f.label !== undefined ? { label: f.label } : {}) };
+      assert.ok(f.partition === undefined || ['auto', 'none'].includes(f.partition), `fs_setup partition ${String(f.partition)} is the device itself or cloud-init's choice`);
+      // As cc_disk_setup chooses: no partition is cloud-init's "any", partition 1 of a disk disk_setup partitions.
+      const device = f.partition === undefined ? filesystemTarget(f, disksByDevice(Object.entries(diskSetup).map(([d, v]) => ({ device: d, layout: v.layout })))) : f.device;
+      return { device: device!, format: f.filesystem, ...(f.label !== undefined ? { label: f.label } : {}) };
     }),
     mounts: ((doc.mounts as string[][] | undefined) ?? []).map(([d, m, t]) => ({ device: fstabUnescape(d!), where: cleanPath(fstabUnescape(m!)), ...(t !== undefined && t !== 'auto' ? { type: t } : {}) })),
     ntp: ntp && ntp.enabled !== false ? (ntp.servers ?? []) : [],

@@ -16,6 +16,7 @@ import { checkIgnitionV2Rules } from '../src/provision/ignition/v2/rules.js';
 import { RENDERER_VERSION } from '../src/version.js';
 import { capiRequest } from './support/capi.js';
 import { example } from './support/requests.js';
+import { GOLDEN_PROVISIONING } from './support/suite-requests.js';
 import { cloudInitSchema, ignitionValidate, ignitionValidateKnows, validateCloudConfigSchema, validateIgnitionSchema } from './support/validators.js';
 
 const GOLDEN_DIR = new URL('./golden/', import.meta.url);
@@ -106,13 +107,7 @@ describe('golden outputs', () => {
     const name = `provisioning-v1beta4.${ext}`;
     it(name, async () => {
       const req = example('worker');
-      req.spec.provisioning = {
-        users: [{ name: 'ops', groups: 'sudo, operators', sshAuthorizedKeys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG5vdC1hLXJlYWwta2V5LWp1c3QtYS10ZXN0 ops@example'] }],
-        files: [{ path: '/home/ops/.kube/config.d/readme', owner: 'ops:ops', permissions: '0600', content: 'managed by bootwright\n' }],
-        diskSetup: { partitions: [{ device: '/dev/nvme1n1', layout: true }], filesystems: [{ device: '/dev/nvme1n1', partition: '1', filesystem: 'ext4', label: 'etcd-data' }] },
-        mounts: [['LABEL=etcd-data', '/var/lib/etcd data', 'ext4', 'defaults']],
-        ntp: { enabled: false },
-      };
+      req.spec.provisioning = GOLDEN_PROVISIONING;
       const out = renderNodeBootstrap(validateNodeBootstrap(req), { format });
       const file = new URL(name, GOLDEN_DIR);
       if (update) writeFileSync(file, out.body);

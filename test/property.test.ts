@@ -400,12 +400,14 @@ function buildValidCase(p: Parts): ValidCase {
     }
     if (d.tableType !== undefined) {
       partition.tableType = d.tableType;
-      if (d.tableType === 'mbr') ignitionRefuses.push(`${at}.partitions[0].tableType`);
+      // `layout: false` writes no table (no Ignition disk entry), so its table type is moot.
+      if (d.tableType === 'mbr' && d.layout !== 'false') ignitionRefuses.push(`${at}.partitions[0].tableType`);
     }
     if (d.overwrite !== undefined) partition.overwrite = d.overwrite;
-    const part = count === 0 ? 'none' : d.partition;
+    // `none` on a disk the request partitions is refused (rule filesystem-whole-disk); `auto`
+    // and `any` there are its partition 1, as cloud-init picks it (plan/devices.ts).
+    const part = count === 0 ? 'none' : d.partition === 'none' ? '1' : d.partition;
     const filesystem: Obj = { device: d.device, filesystem: d.filesystem, label: 'data', partition: part };
-    if ((part === 'auto' || part === 'any') && count !== 1) ignitionRefuses.push(`${at}.filesystems[0].partition`);
     if (d.fsOverwrite !== undefined) filesystem.overwrite = d.fsOverwrite;
     if (d.extraOpts) filesystem.extraOpts = ['-E', 'lazy_itable_init=1'];
     if (d.replaceFS) {

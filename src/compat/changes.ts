@@ -87,6 +87,21 @@ export const OUTPUT_CHANGES: readonly OutputChange[] = [
   },
   {
     rendererVersion: 4,
+    summary: "Ignition: a filesystem named by a disk the request partitions, with no partition, is made on the disk's first partition, where cloud-init's fs_setup makes it (was: on the whole disk, over the partition table)",
+    applies: (s) => {
+      if (s.format !== 'ignition') return false;
+      const setup = s.req.spec.provisioning?.diskSetup;
+      const partitioned = new Set((setup?.partitions ?? []).filter((p) => p.layout === true || (p.diskLayout?.length ?? 0) > 0).map((p) => p.device));
+      return (setup?.filesystems ?? []).some((f) => (f.partition === undefined || f.partition === 'any' || f.partition === 'auto') && partitioned.has(f.device));
+    },
+  },
+  {
+    rendererVersion: 4,
+    summary: 'Ignition: a disk with layout: false is left alone, as cloud-init leaves it (was: its partition table wiped when overwrite: true)',
+    applies: (s) => s.format === 'ignition' && (s.req.spec.provisioning?.diskSetup?.partitions ?? []).some((p) => p.layout === false && p.overwrite === true),
+  },
+  {
+    rendererVersion: 4,
     summary: 'an NTP server named twice is written once (cloud-init refuses a list with repeats)',
     applies: (s) => {
       const servers = s.req.spec.provisioning?.ntp?.servers ?? [];

@@ -98,11 +98,11 @@ function nodeLabelsProblems(value: unknown, path: string): FieldProblem[] {
  * Problems with the values of a (schema-valid, assembled) NodeBootstrap's kubeadm
  * overrides that kubeadm or kubelet would refuse only on the node, at their
  * `spec.kubeadm...` paths: `nodeRegistration.taints[i]` keys and values,
- * `kubeletExtraArgs` `node-labels` terms, and `localAPIEndpoint.advertiseAddress`
- * (init) or `controlPlane.localAPIEndpoint.advertiseAddress` (join), which must be IP
- * addresses (kubeadm `ValidateAPIEndpoint`). Other shapes are the builder's.
+ * `kubeletExtraArgs` `node-labels` terms. The values kubeadm itself checks when it loads
+ * a configuration (an advertise address, a subnet, an endpoint) are the builder's rule
+ * `kubeadm-value` (src/bootstrap/kubeadm/values.ts); other shapes are the builder's too.
  */
-export function kubeadmValueProblems(kubeadm: Obj | undefined): FieldProblem[] {
+export function nodeValueProblems(kubeadm: Obj | undefined): FieldProblem[] {
   const problems: FieldProblem[] = [];
   for (const key of ['initConfiguration', 'joinConfiguration']) {
     const config = kubeadm?.[key];
@@ -124,12 +124,6 @@ export function kubeadmValueProblems(kubeadm: Obj | undefined): FieldProblem[] {
           if (isObj(a) && a.name === 'node-labels') problems.push(...nodeLabelsProblems(a.value, `${at}.nodeRegistration.kubeletExtraArgs[${i}].value`));
         });
       }
-    }
-    const endpoint = key === 'initConfiguration' ? config.localAPIEndpoint : isObj(config.controlPlane) ? config.controlPlane.localAPIEndpoint : undefined;
-    const address = isObj(endpoint) ? endpoint.advertiseAddress : undefined;
-    if (typeof address === 'string' && isIP(address) === 0) {
-      const path = key === 'initConfiguration' ? `${at}.localAPIEndpoint.advertiseAddress` : `${at}.controlPlane.localAPIEndpoint.advertiseAddress`;
-      problems.push({ path, message: 'must be an IPv4 or IPv6 address (kubeadm localAPIEndpoint.advertiseAddress)' });
     }
   }
   return problems;
@@ -153,7 +147,7 @@ export function bootProblems(profile: ProfileSpec, machine: string, ctx: Pick<Wr
 
 /**
  * Render-check one machine with its cluster and profile: machine fields, assembly and
- * validation, the kubeadm override values ({@link kubeadmValueProblems}), the render the
+ * validation, the kubeadm override values ({@link nodeValueProblems}), the render the
  * boot routes do, and the boot script.
  *
  * @returns the problems, at NodeBootstrap paths (`spec.kubeadm...`), machine paths
@@ -166,7 +160,7 @@ export function renderCheck(parts: AssemblyParts, ctx: Pick<WriteCheckContext, '
   const problems: FieldProblem[] = [];
   try {
     const req = machineNodeBootstrap(parts);
-    problems.push(...kubeadmValueProblems(req.spec.kubeadm));
+    problems.push(...nodeValueProblems(req.spec.kubeadm));
     // A stored cluster or profile is excused what it was accepted under (src/rules.ts):
     // a write of another document is not refused for it; the document written is unsaved
     // (this release's rules version), so it is held to every rule.

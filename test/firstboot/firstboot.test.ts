@@ -11,7 +11,9 @@
  * second service with `BOOTWRIGHT_TLS=auto` for https://10.0.2.100:8080 hands out a
  * pointer config (as user data would carry it; here a `data:` URL on the kernel command
  * line) that pins the generated CA, and Ignition fetches the full config from the signed
- * https URL trusting only that CA (the guest's image does not). Needs qemu-system-x86,
+ * https URL trusting only that CA (the guest's image does not); and the current
+ * Ignition (v2.26, the pinned reference tool, issue 28), which asks for spec 3.6.0, on
+ * a plain signed URL. Needs qemu-system-x86,
  * mmdebstrap and e2fsprogs: skips loudly without them, fails under CI. The guest's root
  * is built once (a few minutes) and cached outside the repository.
  */
@@ -27,6 +29,7 @@ import { cloudConfigFiles, ignitionFiles } from '../support/decode.js';
 import { COMMANDS, expectedBytes, files } from '../support/hard-contents.js';
 import { startProcess, type ServeProcess } from '../support/process.js';
 import { example } from '../support/requests.js';
+import { referenceTool, referenceToolMissing } from '../support/tools.js';
 import { ignitionValidate } from '../support/validators.js';
 import { bootGuest, firstBootSkip, GuestDisk, guestImage, type GuestImage } from './guest.js';
 
@@ -107,9 +110,9 @@ async function register(name: string, format: 'cloud-config' | 'ignition', mac: 
     .filter((a) => !a.startsWith('initrd=') && a !== 'console=ttyS0');
 }
 
-/** Boot once and read the disk back; the disk is removed after `check`. */
-async function boot(args: string[], check: (disk: GuestDisk, console: string) => void, servicePort: number = port): Promise<number> {
-  const disk = await GuestDisk.create(image);
+/** Boot once and read the disk back; the disk is removed after `check`. `extra`: host files written to the disk first. */
+async function boot(args: string[], check: (disk: GuestDisk, console: string) => void, servicePort: number = port, extra: { from: string; to: string }[] = []): Promise<number> {
+  const disk = await GuestDisk.create(image, extra);
   try {
     const result = await bootGuest(image, disk, args, servicePort, BOOT_TIMEOUT_MS);
     const tail = result.console.slice(-6000);
@@ -255,6 +258,28 @@ describe('first boot in qemu', { skip: firstBootSkip() }, () => {
       assert.ok(disk.stat('/var/lib/bootwright-test/cluster-api/placeholder'), '/run/cluster-api was created');
     });
     process.stderr.write(`first boot, cloud-config, kubeadm failed: ${ms} ms\n`);
+  });
+
+  it('the current Ignition (v2.26) fetches the signed URL as it is, gets spec 3.6.0, and kubeadm joins', { skip: referenceToolMissing('ignition', 'no first boot with the current Ignition (3.4.0 and later specs)') }, async () => {
+    const args = await register('fb-ign-new', 'ignition', '52:54:00:fb:00:04');
+    const url = args.find((a) => a.startsWith('ignition.config.url='));
+    assert.ok(url?.startsWith('ignition.config.url=http://10.0.2.100:8080/ignition?'), args.join(' '));
+    const config = await kubeadmConfigOf('fb-ign-new', 'ignition');
+    const ms = await boot(
+      args,
+      (disk) => {
+        assertProvisioned(disk, 'ignition', 'fb-ign-new', config);
+        assert.equal(disk.text('/var/lib/bootwright-test/cluster-api/bootstrap-success.complete'), 'success\n');
+      },
+      port,
+      [{ from: referenceTool('ignition')!, to: '/usr/local/lib/bootwright-test/ignition' }],
+    );
+    process.stderr.write(`first boot, the current Ignition, joined: ${ms} ms\n`);
+    // What the guest's Ignition asked for and got: the newest spec it reads.
+    const audit = (await (await api('GET', '/v1/machines/fb-ign-new/audit')).json()) as { items: { route: string; status: number; ignitionVersion?: string; userAgent?: string }[] };
+    const fetched = audit.items.find((row) => row.route === '/ignition' && row.status === 200);
+    assert.equal(fetched?.ignitionVersion, '3.6.0', JSON.stringify(audit));
+    assert.match(fetched.userAgent ?? '', /^Ignition\/v?2\.26\./);
   });
 
   it('Ignition over HTTPS: a pointer pinning the CA; the full config fetched over verified TLS; kubeadm joins; the audit shows the guest fetch', async () => {

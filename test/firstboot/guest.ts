@@ -7,7 +7,7 @@
  */
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { accessSync, constants, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -128,11 +128,26 @@ export async function guestImage(): Promise<GuestImage> {
 export class GuestDisk {
   private constructor(readonly path: string) {}
 
-  /** Make a 3 GiB sparse ext4 disk holding the guest's root (mke2fs -d: no mount, no loop device). */
-  static async create(image: GuestImage): Promise<GuestDisk> {
+  /**
+   * Make a 3 GiB sparse ext4 disk holding the guest's root (mke2fs -d: no mount, no loop
+   * device), plus `extra` host files written to it (debugfs -w; their directories made,
+   * mode 0755, root-owned): what one boot needs that the cached image has not.
+   */
+  static async create(image: GuestImage, extra: { from: string; to: string }[] = []): Promise<GuestDisk> {
     const dir = mkdtempSync(join(tmpdir(), 'bootwright-firstboot-'));
     const path = join(dir, 'root.img');
     await run('mke2fs', ['-q', '-t', 'ext4', '-L', 'root', '-d', image.rootDir, path, '3G']);
+    if (extra.length > 0) {
+      const commands = extra.flatMap(({ from, to }) => {
+        const parent = to.slice(0, to.lastIndexOf('/'));
+        const parents = parent.split('/').slice(1).map((_, i, parts) => `/${parts.slice(0, i + 1).join('/')}`);
+        return [...parents.map((p) => `mkdir ${p}`), `write ${from} ${to}`, `sif ${to} mode 0100755`, `sif ${to} uid 0`, `sif ${to} gid 0`];
+      });
+      const script = join(dir, 'debugfs.cmd');
+      writeFileSync(script, `${commands.join('\n')}\n`);
+      // mkdir of an existing directory only complains: debugfs goes on with the next command.
+      await run('debugfs', ['-w', '-f', script, path]);
+    }
     return new GuestDisk(path);
   }
 

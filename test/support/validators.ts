@@ -28,6 +28,7 @@ import addFormatsModule from 'ajv-formats';
 import { load, YAML11_SCHEMA } from 'js-yaml';
 import { cloudConfigSchemaFile, ignitionSchemaFile, schemaMissing } from './conformance.js';
 import { inCI } from './missing.js';
+import { kubeadmFor, referenceTool } from './tools.js';
 
 // ajv and ajv-formats are CommonJS with `exports.default`; under NodeNext the default
 // import is `module.exports`, whose `.default` is the class / plugin itself.
@@ -183,7 +184,12 @@ function findExecutable(name: string): string | undefined {
 }
 
 const cloudInitPath = findExecutable('cloud-init');
-const ignitionValidatePath = findExecutable('ignition-validate');
+/**
+ * The pinned `ignition-validate` of the reference tools (Ignition v2.26, specs
+ * 3.0.0–3.6.0; test/support/tools.ts), else Debian's (Ignition 2.14, specs 3.0.0–3.3.0).
+ */
+const referenceIgnitionValidate = referenceTool('ignition-validate');
+const ignitionValidatePath = referenceIgnitionValidate ?? findExecutable('ignition-validate');
 
 /** Whether `cloud-init` (for `cloud-init schema`) is installed. */
 export const haveCloudInit: boolean = cloudInitPath !== undefined;
@@ -332,18 +338,24 @@ export async function cloudInitSchema(text: string, options: CloudInitSchemaOpti
   return [...problems, ...deprecations];
 }
 
-/** The spec versions Debian's ignition-validate 2.14 accepts (it rejects 2.x and 3.4.0+). */
-export const IGNITION_VALIDATE_SPECS: readonly string[] = ['3.0.0', '3.1.0', '3.2.0', '3.3.0'];
+/**
+ * The spec versions the ignition-validate in use accepts: the reference tools' (Ignition
+ * v2.26) 3.0.0–3.6.0; Debian's 2.14, without them, 3.0.0–3.3.0. Neither reads 2.x. Under
+ * CI the reference one is required (a 3.4.0+ config is never left to the schema alone).
+ */
+export const IGNITION_VALIDATE_SPECS: readonly string[] = referenceIgnitionValidate ? ['3.0.0', '3.1.0', '3.2.0', '3.3.0', '3.4.0', '3.5.0', '3.6.0'] : ['3.0.0', '3.1.0', '3.2.0', '3.3.0'];
 
-/** Whether {@link ignitionValidate} can check a config of this spec version. */
+/** Whether {@link ignitionValidate} can check a config of this spec version (under CI: every 3.x, or it fails). */
 export function ignitionValidateKnows(version: string): boolean {
+  if (inCI && !referenceIgnitionValidate && version.startsWith('3.')) throw new Error('the reference ignition-validate (Ignition v2.26) is required in CI: npm run tools');
   return IGNITION_VALIDATE_SPECS.includes(version);
 }
 
 /**
- * Run the real `ignition-validate F` (Debian's Ignition 2.14) on an Ignition config.
- * It knows specs 3.0.0–3.3.0 only (see {@link ignitionValidateKnows}); other versions
- * come back as `couldn't parse config: unsupported config version`.
+ * Run the real `ignition-validate F` (the reference tools' Ignition v2.26, else Debian's
+ * 2.14) on an Ignition config. It knows the specs of {@link IGNITION_VALIDATE_SPECS}
+ * (see {@link ignitionValidateKnows}); other versions come back as `couldn't parse
+ * config: unsupported config version`.
  *
  * It prints one line per problem on stdout (`error at $.storage.files.0.path, line 1
  * col 61: path not absolute`), parse failures on stderr; warnings (`warning at $.foo
@@ -367,3 +379,67 @@ export async function ignitionValidate(json: string): Promise<string[]> {
   if (code !== 0 && problems.length === 0) problems.push(`ignition-validate exited ${code} with no output`);
   return problems;
 }
+
+/** What the real kubeadm said of a kubeadm configuration file. */
+export interface KubeadmVerdict {
+  /** The kubeadm that read it, by its name in the tools' bin directory (`kubeadm-1.N`, or `kubeadm`). */
+  kubeadm: string;
+  /** Why it refused the file (its `error: ...` line and any lines after it); `[]` when it printed `ok`. */
+  problems: string[];
+  /** Its klog warnings (`W... file.go:N] text`, the text only): deprecations, ignored documents. */
+  warnings: string[];
+}
+
+/** klog's header: `W1204 04:02:45.098345   30401 common.go:100] `. */
+const KLOG = /^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [^\]]+\] /;
+
+/** Split kubeadm's output into its warnings and (when it failed) its problems. */
+function kubeadmOutput(code: number, stdout: string, stderr: string): { problems: string[]; warnings: string[] } {
+  const warnings: string[] = [];
+  const rest: string[] = [];
+  for (const line of `${stderr}\n${stdout}`.split('\n').map((l) => l.trimEnd())) {
+    if (!line) continue;
+    if (KLOG.test(line)) warnings.push(line.replace(KLOG, ''));
+    else if (line !== 'ok' && !line.startsWith('To see the stack trace')) rest.push(line);
+  }
+  const problems = code === 0 ? [] : rest.length ? rest : [`kubeadm exited ${code} with no output`];
+  return { problems, warnings };
+}
+
+/**
+ * Run the real kubeadm's `kubeadm config validate --config F` (the reference tools'
+ * kubeadm of the version's minor, else of the next minor: {@link kubeadmFor}) on a
+ * kubeadm configuration file. kubeadm decodes strictly (unknown and duplicate fields
+ * are errors), defaults, then validates (names, CIDRs, endpoints, tokens, the control
+ * plane's version against its own skew policy).
+ *
+ * @param yaml the configuration file (a multi-document YAML stream)
+ * @param kubernetesVersion the control plane's version, which picks the kubeadm
+ * @returns its verdict, or undefined when no built kubeadm covers the version (the
+ *   caller counts those; under CI the pinned minors must cover the suite's versions)
+ * @throws Error when kubeadm cannot be run
+ */
+export async function kubeadmValidate(yaml: string, kubernetesVersion: string): Promise<KubeadmVerdict | undefined> {
+  const kubeadm = kubeadmFor(kubernetesVersion);
+  if (kubeadm === undefined) return undefined;
+  const { code, stdout, stderr } = await runOnTempFile(kubeadm, ['config', 'validate', '--config'], 'kubeadm.yaml', yaml);
+  return { kubeadm: path.basename(kubeadm), ...kubeadmOutput(code, stdout, stderr) };
+}
+
+/**
+ * Run the real `kubeadm config migrate --old-config F` (kubeadm as {@link kubeadmValidate}
+ * picks it): the file converted to kubeadm's newest API version, with every default
+ * filled in. It says more than validate where a field survives decoding but not
+ * conversion (a v1beta3 field v1beta4 has no place for).
+ *
+ * @returns its verdict and the new configuration on stdout (`migrated`, '' when it failed),
+ *   or undefined when no built kubeadm covers the version
+ * @throws Error when kubeadm cannot be run
+ */
+export async function kubeadmMigrate(yaml: string, kubernetesVersion: string): Promise<(KubeadmVerdict & { migrated: string }) | undefined> {
+  const kubeadm = kubeadmFor(kubernetesVersion);
+  if (kubeadm === undefined) return undefined;
+  const { code, stdout, stderr } = await runOnTempFile(kubeadm, ['config', 'migrate', '--old-config'], 'kubeadm.yaml', yaml);
+  return { kubeadm: path.basename(kubeadm), ...kubeadmOutput(code, '', stderr), migrated: code === 0 ? stdout : '' };
+}
+

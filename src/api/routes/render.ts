@@ -2,6 +2,7 @@
  * `POST /v1/render` (DESIGN §4): a NodeBootstrap in, bootstrap data out, chosen by
  * content negotiation, with a strong ETag, `If-None-Match` → 304 and the render cache.
  */
+import { RequestError } from '../../errors.js';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { PASSED, routeValidator } from '../validation.js';
 import { type ZodType, z } from 'zod';
@@ -70,7 +71,9 @@ export const renderRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx,
       // decoded here, then parsed and validated exactly as the CLI does. Parsing and
       // validation of a new body run in the worker pool, sized by the body, and render it
       // as this client negotiates in the same trip.
-      const raw = request.body as unknown as RawBody;
+      const raw = request.body as unknown as RawBody | undefined;
+      // No body at all (no Content-Type, or an empty one): fastify calls no parser.
+      if (raw === undefined) throw new RequestError([{ path: '', message: 'a NodeBootstrap is required as the body (application/json or application/yaml)' }], 400);
       const key = ctx.cache.bodyKey(raw.bytes, raw.syntax);
       const known = ctx.cache.peekBody(key);
       if (known) return sendBootstrapData(ctx, request, reply, known, request.query);

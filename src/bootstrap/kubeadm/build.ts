@@ -8,9 +8,11 @@ import { discoversByFile } from '../../request/checks.js';
 import { zodProblems } from '../../request/parse.js';
 import type { NodeBootstrap } from '../../request/schema.js';
 import type { Retry } from '../../provision/shell.js';
+import type { Ratchet } from '../../rules.js';
 import { dumpYaml } from '../../yaml/dump.js';
 import { ARG_PATHS, emitArgs, mergeArgs, readArgs } from './args.js';
 import { type Arg, type KubeadmKind, kubeadmSchema } from './types.js';
+import { kubeadmValueProblems } from './values.js';
 import { type KubeadmApiVersion, parseKubeVersion, selectKubeadmApiVersion } from './version.js';
 
 /** kubeadm's default certificates directory (`ClusterConfiguration.certificatesDir`). */
@@ -101,9 +103,11 @@ const OVERRIDE_FIELD: Record<KubeadmKind, string> = {
 
 /**
  * Apply the request's override for one kind and check the result against kubeadm's
- * strict schema for the target version; arguments are emitted in the version's form.
+ * strict schema for the target version, and the override's values against what kubeadm
+ * refuses on loading (src/bootstrap/kubeadm/values.ts; a stored revision is excused from
+ * those by `ratchet`); arguments are emitted in the version's form.
  */
-function finish(kind: KubeadmKind, generated: Doc, override: Doc | undefined, apiVersion: KubeadmApiVersion, problems: FieldProblem[]): Doc {
+function finish(kind: KubeadmKind, generated: Doc, override: Doc | undefined, apiVersion: KubeadmApiVersion, problems: FieldProblem[], ratchet: Ratchet | undefined): Doc {
   const field = OVERRIDE_FIELD[kind];
   const argPaths = ARG_PATHS[kind]!;
   let merged = generated;
@@ -124,6 +128,8 @@ function finish(kind: KubeadmKind, generated: Doc, override: Doc | undefined, ap
     }
     return merged;
   }
+  const values = kubeadmValueProblems(kind, override, field);
+  problems.push(...(ratchet ? ratchet.refuse(values) : values));
   const out: Doc = { apiVersion, kind, ...merged };
   for (const path of argPaths) {
     const list = getPath(out, path);
@@ -173,10 +179,13 @@ function pkiFiles(req: NodeBootstrap, dir: string): PkiFile[] {
  * over the generated documents (user wins); `spec.kubeadm.verbosity` adds `--v=N`.
  *
  * @param options.nodeName the node name to write instead of `metadata.name`
+ * @param options.ratchet what a stored machine is excused from (a kubeadm value it was
+ *   stored with before the rule `kubeadm-value`): recorded there instead of refused
  * @throws RequestError naming the field for an unsupported version pin, an unknown or
- *   mistyped kubeadm field for the target version, or repeated arguments v1beta3 cannot hold.
+ *   mistyped kubeadm field for the target version, a value kubeadm refuses on loading,
+ *   or repeated arguments v1beta3 cannot hold.
  */
-export function buildKubeadm(req: NodeBootstrap, options: { nodeName?: string } = {}): KubeadmBootstrap {
+export function buildKubeadm(req: NodeBootstrap, options: { nodeName?: string; ratchet?: Ratchet } = {}): KubeadmBootstrap {
   const { spec, metadata } = req;
   const version = parseKubeVersion(spec.kubernetesVersion);
   const apiVersion = selectKubeadmApiVersion(version, spec.kubeadm?.apiVersion);
@@ -199,8 +208,8 @@ export function buildKubeadm(req: NodeBootstrap, options: { nodeName?: string } 
       initConfig.certificateKey = cluster.certificateKey;
       argv.push('--upload-certs');
     }
-    const finishedCluster = finish('ClusterConfiguration', clusterConfig, spec.kubeadm?.clusterConfiguration, apiVersion, problems);
-    documents.push(finishedCluster, finish('InitConfiguration', initConfig, spec.kubeadm?.initConfiguration, apiVersion, problems));
+    const finishedCluster = finish('ClusterConfiguration', clusterConfig, spec.kubeadm?.clusterConfiguration, apiVersion, problems, options.ratchet);
+    documents.push(finishedCluster, finish('InitConfiguration', initConfig, spec.kubeadm?.initConfiguration, apiVersion, problems, options.ratchet));
     if (typeof finishedCluster.certificatesDir === 'string') certificatesDir = finishedCluster.certificatesDir.replace(/\/+$/, '');
     if (!cluster.certificates?.ca) warnings.push('no spec.cluster.certificates.ca: kubeadm generates a new cluster CA on this node, so joining nodes can pin caCertHashes only once it exists');
     if (!cluster.bootstrapToken) warnings.push('no spec.cluster.bootstrapToken: kubeadm creates a random token that other nodes cannot know in advance');
@@ -215,7 +224,7 @@ export function buildKubeadm(req: NodeBootstrap, options: { nodeName?: string } 
           nodeRegistration,
         };
     if (spec.role === 'control-plane') joinConfig.controlPlane = cluster.certificateKey ? { certificateKey: cluster.certificateKey } : {};
-    documents.push(finish('JoinConfiguration', joinConfig, spec.kubeadm?.joinConfiguration, apiVersion, problems));
+    documents.push(finish('JoinConfiguration', joinConfig, spec.kubeadm?.joinConfiguration, apiVersion, problems, options.ratchet));
   }
   if (spec.kubeadm?.verbosity !== undefined) argv.push(`--v=${spec.kubeadm.verbosity}`);
   if (problems.length > 0) throw new RequestError(problems);

@@ -4,7 +4,7 @@
  * `docs/configuration-v3_0.md` "storage").
  */
 import type { FieldProblem } from '../../errors.js';
-import { partitionDevice } from '../plan/devices.js';
+import { disksByDevice, filesystemTarget } from '../plan/devices.js';
 import type { PlanDisk, PlanFilesystem } from '../plan/types.js';
 import type { IgnitionDisk, IgnitionFilesystem, IgnitionPartition, Sourced } from './config.js';
 
@@ -47,7 +47,9 @@ export function typeGuidFor(partitionType: string): { guid: string } | { problem
 /**
  * Plan disks as Ignition disks, in plan order. GPT only; `wipeTable: true` only when
  * `overwrite === true`. Layout `true` → one partition, number 1, as large as possible;
- * `false` → no partitions; a list → partitions numbered as in the plan. Cloud-init gives
+ * `false` → no entry at all (cloud-init's `mkpart` leaves a disk not to be partitioned
+ * alone, `overwrite` included: a `wipeTable` there would wipe what the node has); a list
+ * → partitions numbered as in the plan. Cloud-init gives
  * the last partition of a layout the rest of the disk whatever its percentage, so a
  * one-partition list is exact (as large as possible); earlier partitions would need a
  * size in MiB, which a percentage of a disk of unknown size is not, so longer lists are
@@ -63,6 +65,7 @@ export function diskEntries(disks: readonly PlanDisk[], problems: FieldProblem[]
   const out: Sourced<IgnitionDisk>[] = [];
   for (const [i, disk] of disks.entries()) {
     const origin = disk.origin ?? `spec.provisioning.diskSetup.partitions[${i}]`;
+    if (disk.layout === false) continue;
     if (disk.tableType === 'mbr' && disk.tableTypeGiven) {
       problems.push({ path: `${origin}.tableType`, message: 'Ignition writes GPT partition tables only and cannot create an MBR table; use gpt, or cloud-config' });
       continue;
@@ -119,27 +122,20 @@ export interface ResolvedFilesystem {
   origin: string;
 }
 
-/** The device a filesystem goes on, or a problem. */
+/** The device a filesystem goes on (the plan's `filesystemTarget`, as cloud-init chooses it), or a problem. */
 function filesystemDevice(fs: PlanFilesystem, disks: ReadonlyMap<string, PlanDisk>): { device: string } | { problem: string } {
   if (!fs.device.startsWith('/')) return { problem: `Ignition needs an absolute device path, not ${JSON.stringify(fs.device)}` };
-  const p = fs.partition;
-  if (p === undefined || p === 'none') return { device: fs.device };
-  if (/^\d+$/.test(p)) {
-    const n = Number(p);
-    return n >= 1 ? { device: partitionDevice(fs.device, n) } : { problem: 'partition numbers start at 1' };
-  }
-  // auto / any: cloud-init picks a partition on the node; exact here only when the plan
-  // itself gives the disk exactly one partition.
-  const disk = disks.get(fs.device);
-  const count = disk === undefined ? undefined : disk.layout === true ? 1 : disk.layout === false ? 0 : disk.layout.length;
-  if (count === 1) return { device: partitionDevice(fs.device, 1) };
-  return { problem: `Ignition needs the exact device; "${p}" is chosen on the node by cloud-init, so give the partition number or none` };
+  if (fs.partition !== undefined && /^\d+$/.test(fs.partition) && Number(fs.partition) < 1) return { problem: 'partition numbers start at 1' };
+  const device = filesystemTarget(fs, disks);
+  if (device !== undefined) return { device };
+  return { problem: `Ignition needs the exact device; "${fs.partition!}" is chosen on the node by cloud-init, so give the partition number or none` };
 }
 
 /**
- * Plan filesystems as Ignition filesystems, in plan order: the device (with a numeric
- * `partition`, that partition's device, see {@link partitionDevice}; `auto`/`any` only
- * when the plan partitions that disk into exactly one partition, giving partition 1),
+ * Plan filesystems as Ignition filesystems, in plan order: the device cloud-init's
+ * `fs_setup` would use (the plan's `filesystemTarget`: a numeric `partition`, that
+ * partition's device; no partition, `auto` or `any` on a disk the plan partitions, its
+ * partition 1; no partition otherwise, the device itself; `auto`/`any` otherwise refused),
  * `format`, `label`, `wipeFilesystem: true` only when `overwrite === true`, `options`
  * from `extraOpts`.
  *
@@ -156,9 +152,7 @@ export function filesystemEntries(
   const entries: Sourced<IgnitionFilesystem>[] = [];
   const resolved: ResolvedFilesystem[] = [];
   const seen = new Set<string>();
-  // The first disk entry per device (as a find over the list would give), looked up per filesystem.
-  const diskOf = new Map<string, PlanDisk>();
-  for (const d of disks) if (!diskOf.has(d.device)) diskOf.set(d.device, d);
+  const diskOf = disksByDevice(disks);
   for (const [i, fs] of filesystems.entries()) {
     const origin = fs.origin ?? `spec.provisioning.diskSetup.filesystems[${i}]`;
     const before = problems.length;

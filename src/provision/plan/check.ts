@@ -7,7 +7,7 @@
  */
 import type { FieldProblem } from '../../errors.js';
 import type { RuleName } from '../../rules.js';
-import { filesystemTarget } from './devices.js';
+import { disksByDevice, filesystemTarget } from './devices.js';
 import type { ProvisioningPlan } from './types.js';
 
 /** Control characters a command may not contain: C0 but TAB and LF, and DEL. */
@@ -69,7 +69,9 @@ const tagged = (rule: RuleName, path: string, message: string): FieldProblem => 
  *   `spec.provisioning.<phase>Commands[i]`);
  * - disks: a device listed once (`<origin>.device`);
  * - filesystems: a label within its format's byte limit ({@link LABEL_BYTES},
- *   `<origin>.label`); one filesystem per exact device (a device and partition number,
+ *   `<origin>.label`); not on the whole of a disk the request partitions
+ *   (`partition: none` there, `<origin>.partition`: Ignition's "filesystem overwrites
+ *   partitioned device"); one filesystem per exact device (a device and partition number,
  *   see `filesystemTarget`; `<origin>.device`);
  * - mounts: no control character or line break in any field (`<origin>[k]`); a mount
  *   point used once, compared after simplification (`/mnt/a/` = `/mnt/a`; `<origin>[1]`);
@@ -99,13 +101,18 @@ export function checkPlan(plan: ProvisioningPlan): FieldProblem[] {
   });
 
   const targets = new Map<string, string>();
+  const disksOf = disksByDevice(plan.disks);
   plan.filesystems.forEach((f, i) => {
     const origin = f.origin ?? `spec.provisioning.diskSetup.filesystems[${i}]`;
     const limit = LABEL_BYTES[f.filesystem];
     if (f.label !== undefined && limit !== undefined && Buffer.byteLength(f.label, 'utf8') > limit) {
       problems.push(tagged('filesystem-label', `${origin}.label`, `${f.filesystem} labels are at most ${limit} bytes (mkfs refuses or cuts a longer one)`));
     }
-    const target = filesystemTarget(f);
+    const disk = disksOf.get(f.device);
+    if (f.partition === 'none' && disk !== undefined && (disk.layout === true || (Array.isArray(disk.layout) && disk.layout.length > 0))) {
+      problems.push(tagged('filesystem-whole-disk', `${origin}.partition`, `is none on ${f.device}, which the request partitions: the filesystem would be made over the partition table just written; give the partition number`));
+    }
+    const target = filesystemTarget(f, disksOf);
     if (target === undefined) return;
     const first = targets.get(target);
     if (first !== undefined) problems.push(tagged('filesystem-device', `${origin}.device`, `a filesystem on ${target} is listed twice (first at ${first})`));

@@ -40,7 +40,7 @@ describe('kubeadm API version', () => {
       'spec.kubernetesVersion: v1.21.14 is not supported: bootwright needs Kubernetes 1.22 or later (kubeadm.k8s.io/v1beta3)',
     ]);
     assert.deepEqual(refused(worker({ kubernetesVersion: 'v1.36.1', kubeadm: { apiVersion: 'kubeadm.k8s.io/v1beta3' } })), [
-      'spec.kubeadm.apiVersion: kubeadm v1.36.1 no longer reads kubeadm.k8s.io/v1beta3 (removed in 1.36); use kubeadm.k8s.io/v1beta4',
+      'spec.kubeadm.apiVersion: kubeadm.k8s.io/v1beta3 is not written for kubeadm v1.36.1: kubeadm deprecated it in 1.36 and removed it in 1.37; use kubeadm.k8s.io/v1beta4',
     ]);
     assert.deepEqual(refused(worker({ kubernetesVersion: 'v1.30.2', kubeadm: { apiVersion: 'kubeadm.k8s.io/v1beta4' } })), [
       'spec.kubeadm.apiVersion: kubeadm v1.30.2 does not read kubeadm.k8s.io/v1beta4 (added in 1.31); use kubeadm.k8s.io/v1beta3',

@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { FieldProblem } from '../../../src/errors.js';
 import { renderNodeBootstrap } from '../../../src/render.js';
 import { validateNodeBootstrap } from '../../../src/request/parse.js';
 import { problemsOf } from '../../support/errors.js';
@@ -12,7 +13,7 @@ import { worker } from '../../support/requests.js';
 const FORMATS = ['cloud-config', 'ignition'] as const;
 
 /** The problems each format reports for a worker with `provisioning` (the same in both, asserted). */
-function refused(provisioning: unknown): { path: string; message: string }[] {
+function refused(provisioning: unknown): FieldProblem[] {
   const [cloud, ignition] = FORMATS.map((format) => problemsOf(() => renderNodeBootstrap(validateNodeBootstrap(worker({ provisioning })), { format })));
   assert.deepEqual(ignition, cloud, 'both formats refuse with the same problems');
   return cloud!;
@@ -56,6 +57,14 @@ describe('checkPlan: one meaning in every format', () => {
     const problems = refused({ diskSetup: { filesystems: [{ device: '/dev/nvme0n1', filesystem: 'ext4', partition: '1' }, { device: '/dev/nvme0n1p1', filesystem: 'xfs' }] } });
     assert.deepEqual(problems.map((p) => p.path), ['spec.provisioning.diskSetup.filesystems[1].device']);
     assert.match(problems[0]!.message, /\/dev\/nvme0n1p1 is listed twice/);
+  });
+
+  it('a filesystem over the partition table of a disk the request partitions (found by Ignition v2.26)', () => {
+    const problems = refused({ diskSetup: { partitions: [{ device: '/dev/sdb', layout: true }], filesystems: [{ device: '/dev/sdb', filesystem: 'ext4', label: 'data', partition: 'none' }] } });
+    assert.deepEqual(problems.map((p) => [p.path, p.rule]), [['spec.provisioning.diskSetup.filesystems[0].partition', 'filesystem-whole-disk']]);
+    // The same without a partition is cloud-init's "any": partition 1.
+    accepted({ diskSetup: { partitions: [{ device: '/dev/sdb', layout: true }], filesystems: [{ device: '/dev/sdb', filesystem: 'ext4', label: 'data' }] } });
+    accepted({ diskSetup: { partitions: [{ device: '/dev/sdb', layout: false }], filesystems: [{ device: '/dev/sdb', filesystem: 'ext4', label: 'data', partition: 'none' }] } });
   });
 
   it('a mount point used twice (after simplification), and control characters in a mount', () => {

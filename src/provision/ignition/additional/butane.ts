@@ -17,7 +17,7 @@ import { type ConfigProblem, IGNITION_SHAPE, isObject, type Leaf, readShape, sna
  * targets 3.2.0). Experimental specs are not accepted.
  */
 export const BUTANE_TARGETS: Readonly<Record<string, Readonly<Record<string, IgnitionSpecVersion>>>> = {
-  fcos: { '1.0.0': '3.0.0', '1.1.0': '3.1.0', '1.2.0': '3.2.0', '1.3.0': '3.2.0', '1.4.0': '3.3.0', '1.5.0': '3.4.0', '1.6.0': '3.5.0' },
+  fcos: { '1.0.0': '3.0.0', '1.1.0': '3.1.0', '1.2.0': '3.2.0', '1.3.0': '3.2.0', '1.4.0': '3.3.0', '1.5.0': '3.4.0', '1.6.0': '3.5.0', '1.7.0': '3.6.0' },
   flatcar: { '1.0.0': '3.3.0', '1.1.0': '3.4.0' },
 };
 

@@ -9,7 +9,7 @@ const doc = (text: string) => load(text) as Record<string, unknown>;
 
 describe('readButaneConfig', () => {
   it('maps Butane specs to the Ignition specs they target (coreos/butane docs/specs.md)', () => {
-    assert.deepEqual(BUTANE_TARGETS.fcos, { '1.0.0': '3.0.0', '1.1.0': '3.1.0', '1.2.0': '3.2.0', '1.3.0': '3.2.0', '1.4.0': '3.3.0', '1.5.0': '3.4.0', '1.6.0': '3.5.0' });
+    assert.deepEqual(BUTANE_TARGETS.fcos, { '1.0.0': '3.0.0', '1.1.0': '3.1.0', '1.2.0': '3.2.0', '1.3.0': '3.2.0', '1.4.0': '3.3.0', '1.5.0': '3.4.0', '1.6.0': '3.5.0', '1.7.0': '3.6.0' });
     assert.deepEqual(BUTANE_TARGETS.flatcar, { '1.0.0': '3.3.0', '1.1.0': '3.4.0' });
     assert.equal(readButaneConfig({ variant: 'flatcar', version: '1.1.0' }, true).version, '3.4.0');
     assert.equal(readButaneConfig({ variant: 'fcos', version: '1.7.0-experimental' }, true).problems[0]!.at, 'version');

@@ -47,7 +47,7 @@ describe('prototype-named keys in additional configs are ordinary unknown keys',
     assert.equal(message('variant: fcos\nversion: 1.4.0\nstorage:\n  constructor: 1\n  files: [{path: /etc/a, prototype: 1}]\n'), all('storage.constructor: unknown key', 'storage.files[0].prototype: unknown key'));
     assert.deepEqual(warnings('variant: fcos\nversion: 1.4.0\n__proto__: {storage: 1}\n', false), [`${ORIGIN}: __proto__: unknown key, ignored`]);
     assert.equal(message('variant: constructor\nversion: name\n'), `${ORIGIN}: variant: must be fcos or flatcar (Butane variants bootwright translates)`);
-    assert.equal(message('variant: fcos\nversion: constructor\n'), `${ORIGIN}: version: must be one of 1.0.0, 1.1.0, 1.2.0, 1.3.0, 1.4.0, 1.5.0, 1.6.0 for variant fcos`);
+    assert.equal(message('variant: fcos\nversion: constructor\n'), `${ORIGIN}: version: must be one of 1.0.0, 1.1.0, 1.2.0, 1.3.0, 1.4.0, 1.5.0, 1.6.0, 1.7.0 for variant fcos`);
     assertPrototypeClean();
   });
 
