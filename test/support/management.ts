@@ -1,0 +1,124 @@
+/**
+ * A Cluster API management cluster for controller tests: the test control plane
+ * (controlplane.ts) with Cluster API's own CRDs installed as clusterctl installs them
+ * (the CRD bases of core, CABPK and KCP from `../shared/capi-crds/v1.14.0`, plus the
+ * contract labels `cluster.x-k8s.io/v1beta1: v1beta1` and `cluster.x-k8s.io/v1beta2:
+ * v1beta2` that each `config/crd/kustomization.yaml` adds), and objects created the way
+ * Cluster API's controllers create them: Machines owned by their KubeadmControlPlane or
+ * MachineSet, KubeadmConfigs owned by their Machine, labels `cluster.x-k8s.io/cluster-name`
+ * and `cluster.x-k8s.io/control-plane`, configs cloned from templates with the
+ * `cluster.x-k8s.io/cloned-from-*` annotations, and the cluster's certificate Secrets
+ * and `<cluster>-kubeconfig` as KubeadmControlPlane writes them.
+ *
+ * The CRDs are other projects' files: read from beside the repository, never committed.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { load } from 'js-yaml';
+import type { ControlPlane } from './controlplane.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** Where Cluster API's CRDs are (`$BOOTWRIGHT_CAPI_CRDS_DIR`, else `../shared/capi-crds/v1.14.0`). */
+export const CAPI_CRDS_DIR = process.env.BOOTWRIGHT_CAPI_CRDS_DIR ?? path.resolve(repoRoot, '../shared/capi-crds/v1.14.0');
+
+/** Whether the CRDs are there. */
+export const haveCapiCrds = existsSync(path.join(CAPI_CRDS_DIR, 'bootstrap.cluster.x-k8s.io_kubeadmconfigs.yaml'));
+
+type Obj = Record<string, unknown> & { metadata: Record<string, unknown> & { name: string } };
+
+/** Install every CRD of the directory (with the contract labels) and wait until each is Established. */
+export async function installCapiCrds(cp: ControlPlane): Promise<void> {
+  const names: string[] = [];
+  for (const file of readdirSync(CAPI_CRDS_DIR).filter((f) => f.endsWith('.yaml')).sort()) {
+    const crd = load(readFileSync(path.join(CAPI_CRDS_DIR, file), 'utf8')) as Obj;
+    const versions = (crd.spec as { versions: { name: string }[] }).versions.map((v) => v.name);
+    crd.metadata.labels = {
+      ...(crd.metadata.labels as Record<string, string> | undefined),
+      ...(versions.includes('v1beta1') ? { 'cluster.x-k8s.io/v1beta1': 'v1beta1' } : {}),
+      ...(versions.includes('v1beta2') ? { 'cluster.x-k8s.io/v1beta2': 'v1beta2' } : {}),
+    };
+    const res = await cp.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    if (res.status !== 201) throw new Error(`installing ${file}: ${res.status} ${JSON.stringify(res.body).slice(0, 500)}`);
+    names.push(crd.metadata.name);
+  }
+  const deadline = Date.now() + 60_000;
+  for (const name of names) {
+    for (;;) {
+      const res = await cp.request('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+      const conditions = ((res.body as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? []);
+      if (conditions.some((c) => c.type === 'Established' && c.status === 'True')) break;
+      if (Date.now() > deadline) throw new Error(`CRD ${name} not Established within 60 s`);
+      await sleep(100);
+    }
+  }
+  // Discovery of the new groups can lag behind Established: wait until the kinds are listed.
+  for (;;) {
+    const res = await cp.request('GET', '/apis/bootstrap.cluster.x-k8s.io/v1beta2');
+    if (res.status === 200) break;
+    if (Date.now() > deadline) throw new Error('bootstrap.cluster.x-k8s.io/v1beta2 not served within 60 s');
+    await sleep(100);
+  }
+}
+
+/** The REST path of an object (core `v1` or a group version), `/status` when asked. */
+export function objectPath(apiVersion: string, plural: string, namespace: string, name?: string, status = false): string {
+  const base = apiVersion === 'v1' ? '/api/v1' : `/apis/${apiVersion}`;
+  return `${base}/namespaces/${namespace}/${plural}${name ? `/${name}` : ''}${status ? '/status' : ''}`;
+}
+
+/** Create an object; returns what the API server stored. @throws on any status but 201 */
+export async function create(cp: ControlPlane, apiVersion: string, plural: string, object: Obj): Promise<Obj> {
+  const namespace = (object.metadata.namespace as string | undefined) ?? 'default';
+  const res = await cp.request('POST', objectPath(apiVersion, plural, namespace), { apiVersion, ...object });
+  if (res.status !== 201) throw new Error(`creating ${plural}/${object.metadata.name}: ${res.status} ${JSON.stringify(res.body).slice(0, 800)}`);
+  return res.body as Obj;
+}
+
+/** Read an object, or undefined on 404. */
+export async function get(cp: ControlPlane, apiVersion: string, plural: string, namespace: string, name: string): Promise<Obj | undefined> {
+  const res = await cp.request('GET', objectPath(apiVersion, plural, namespace, name));
+  if (res.status === 404) return undefined;
+  if (res.status !== 200) throw new Error(`reading ${plural}/${name}: ${res.status}`);
+  return res.body as Obj;
+}
+
+/** A JSON merge patch of an object (or its status). */
+export async function mergePatch(cp: ControlPlane, apiVersion: string, plural: string, namespace: string, name: string, patch: unknown, status = false): Promise<Obj> {
+  const res = await cp.request('PATCH', objectPath(apiVersion, plural, namespace, name, status), patch, 'application/merge-patch+json');
+  if (res.status !== 200) throw new Error(`patching ${plural}/${name}: ${res.status} ${JSON.stringify(res.body).slice(0, 800)}`);
+  return res.body as Obj;
+}
+
+/** Delete an object (200 or 202, or 404 when already gone). */
+export async function remove(cp: ControlPlane, apiVersion: string, plural: string, namespace: string, name: string): Promise<void> {
+  const res = await cp.request('DELETE', objectPath(apiVersion, plural, namespace, name));
+  if (![200, 202, 404].includes(res.status)) throw new Error(`deleting ${plural}/${name}: ${res.status}`);
+}
+
+/** An ownerReference to a stored object. */
+export function ownerRef(owner: Obj, controller = true): Record<string, unknown> {
+  return { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name, uid: owner.metadata.uid, controller, blockOwnerDeletion: true };
+}
+
+const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
+
+/** A Secret as Cluster API writes certificates and kubeconfigs (type `cluster.x-k8s.io/secret`). */
+export function clusterSecret(name: string, cluster: string, data: Record<string, string>, owner?: Obj): Obj {
+  return {
+    kind: 'Secret',
+    metadata: { name, namespace: 'default', labels: { 'cluster.x-k8s.io/cluster-name': cluster }, ...(owner ? { ownerReferences: [ownerRef(owner)] } : {}) },
+    type: 'cluster.x-k8s.io/secret',
+    data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, b64(v)])),
+  };
+}
+
+/** The cluster's PKI as KubeadmControlPlane stores it: `<cluster>-ca`, `-etcd`, `-proxy`, `-sa`. */
+export async function createCertificateSecrets(cp: ControlPlane, cluster: string, pki: Record<'ca' | 'etcdCA' | 'frontProxyCA' | 'serviceAccount', { cert: string; key: string }>, owner?: Obj): Promise<void> {
+  const names = { ca: 'ca', etcdCA: 'etcd', frontProxyCA: 'proxy', serviceAccount: 'sa' } as const;
+  for (const [field, suffix] of Object.entries(names) as [keyof typeof names, string][]) {
+    await create(cp, 'v1', 'secrets', clusterSecret(`${cluster}-${suffix}`, cluster, { 'tls.crt': pki[field].cert, 'tls.key': pki[field].key }, owner));
+  }
+}
