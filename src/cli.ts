@@ -13,6 +13,8 @@
  *   bootwright enroll DISCOVERED --profile P --cluster C [--name N]
  *   bootwright status
  *   bootwright upgrade check [--data-dir DIR] [-o table|json]   (before an upgrade; read-only)
+ *   bootwright controller [--kubeconfig FILE] [--namespace NS] [--watch-filter V] [--leader-elect] …
+ *                          (the Cluster API bootstrap provider; docs/cluster-api.md)
  *   bootwright version | --version
  *   bootwright help [COMMAND] | COMMAND --help
  *
@@ -31,6 +33,7 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { EXIT, UsageError, commandHelp, overallHelp, parseCommand, type Command } from './cli/commands.js';
 import { RENDER, VALIDATE, runRender, runValidate } from './cli/render.js';
+import { CONTROLLER, runController } from './cli/controller.js';
 import { SERVE, runServe } from './cli/serve.js';
 import { APPLY, runApply } from './cli/inventory/apply.js';
 import { printRefusal, ServerRefusal, ServerUnavailable } from './cli/inventory/client.js';
@@ -64,7 +67,7 @@ const HELP: Command = {
 };
 
 /** Every command, in the order help lists them. */
-const COMMANDS: readonly Command[] = [RENDER, VALIDATE, SERVE, GET, APPLY, DELETE, DESCRIBE, ENROLL, STATUS, UPGRADE, VERSION, HELP];
+const COMMANDS: readonly Command[] = [RENDER, VALIDATE, SERVE, CONTROLLER, GET, APPLY, DELETE, DESCRIBE, ENROLL, STATUS, UPGRADE, VERSION, HELP];
 
 /** A suggestion for a mistyped command: one whose name shares its first two letters. */
 function didYouMean(name: string): string {
@@ -72,19 +75,20 @@ function didYouMean(name: string): string {
   return near ? `\n\nDid you mean this?\n  ${near.name}` : '';
 }
 
-/**
- * Run the CLI.
- *
- * @param argv arguments after the program name.
- * @returns the exit code ({@link EXIT}). `serve` resolves once the service listens; the
- *   process then runs until a signal.
- */
 /** Standard input, whole. */
 async function readStdin(): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
 }
+
+/**
+ * Run the CLI.
+ *
+ * @param argv arguments after the program name.
+ * @returns the exit code ({@link EXIT}). `serve` and `controller` resolve once they run;
+ *   the process then runs until a signal.
+ */
 
 export async function main(argv: string[], out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): Promise<number> {
   const [name, ...args] = argv;
@@ -113,6 +117,8 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
         return runValidate(parsed, err);
       case 'serve':
         return await runServe(parsed, args, out, err);
+      case 'controller':
+        return await runController(parsed, err);
       case 'get':
         return await runGet(parsed, out);
       case 'apply':

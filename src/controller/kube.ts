@@ -8,7 +8,7 @@
  * else (an error body never carries an object's data, but a request body might, and it
  * is never quoted).
  */
-import { ApiException, CustomObjectsApi, KubeConfig, type KubernetesObject, KubernetesObjectApi, PatchStrategy, setHeaderOptions, type V1DeleteOptions } from '@kubernetes/client-node';
+import { ApiException, CustomObjectsApi, KubeConfig, type KubernetesListObject, type KubernetesObject, KubernetesObjectApi, PatchStrategy, setHeaderOptions, type V1DeleteOptions } from '@kubernetes/client-node';
 
 /** `metadata` as the controller reads and writes it (`meta/v1` ObjectMeta, plain JSON). */
 export interface ObjectMeta {
@@ -115,9 +115,14 @@ export class Kube {
 
   /** The objects of a kind in a namespace (all namespaces when undefined), optionally by label selector. */
   async list<T extends KubeObject = KubeObject>(apiVersion: string, kind: string, namespace?: string, labelSelector?: string): Promise<T[]> {
-    const list = await this.objects.list(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, labelSelector);
+    const list = await this.listRaw(apiVersion, kind, namespace, labelSelector);
     const answer: unknown = list.items;
     return answer as T[];
+  }
+
+  /** The list as the client answers it: its items and the list's `metadata.resourceVersion` (what an informer watches from). */
+  listRaw(apiVersion: string, kind: string, namespace?: string, labelSelector?: string): Promise<KubernetesListObject<KubernetesObject>> {
+    return this.objects.list(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, labelSelector);
   }
 
   /** Create the object. @throws ApiException 409 when it exists */

@@ -16,7 +16,7 @@ function cli(args: string[]) {
 }
 
 const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
-const COMMANDS = ['render', 'validate', 'serve', 'version', 'help'];
+const COMMANDS = ['render', 'validate', 'serve', 'controller', 'version', 'help'];
 
 describe('CLI help and versions', () => {
   it('--version prints the package version; version adds the renderer and Node.js', () => {

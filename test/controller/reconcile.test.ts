@@ -18,17 +18,15 @@ import { EventRecorder } from '../../src/controller/events.js';
 import { Kube } from '../../src/controller/kube.js';
 import { Reconciler, type ReconcilerOptions } from '../../src/controller/reconcile.js';
 import { tokenSecretName } from '../../src/controller/token.js';
-import { controlPlaneSpec, workerTemplate } from '../support/capi.js';
+import { workerTemplate } from '../support/capi.js';
 import { type ControlPlane, startControlPlane } from '../support/controlplane.js';
 import { cloudConfigFiles, ignitionFiles } from '../support/decode.js';
 import { missingDependency } from '../support/missing.js';
-import { clusterSecret, create, createCertificateSecrets, get, haveCapiCrds, installCapiCrds, mergePatch, ownerRef, remove } from '../support/management.js';
+import { BOOT, CapiFixtures, type Config, CORE, get, haveCapiCrds, installCapiCrds, mergePatch, remove } from '../support/management.js';
 import { example } from '../support/requests.js';
 import { referenceTool } from '../support/tools.js';
 import { validateCloudConfigSchema, validateIgnitionSchema } from '../support/validators.js';
 
-const CORE = 'cluster.x-k8s.io/v1beta2';
-const BOOT = 'bootstrap.cluster.x-k8s.io/v1beta2';
 const skip =
   !referenceTool('kube-apiserver') || !referenceTool('etcd')
     ? missingDependency('kube-apiserver and etcd are not built (npm run tools): the Cluster API controller is not tested')
@@ -37,9 +35,6 @@ const skip =
       : false;
 
 type Obj = Record<string, unknown> & { metadata: Record<string, unknown> & { name: string } };
-type Config = Obj & { spec: Record<string, unknown>; status?: { dataSecretName?: string; initialization?: { dataSecretCreated?: boolean }; observedGeneration?: number; conditions?: { type: string; status: string; reason: string; message?: string; observedGeneration?: number }[] } };
-
-const PKI = (example('init').spec.cluster as { certificates: Record<'ca' | 'etcdCA' | 'frontProxyCA' | 'serviceAccount', { cert: string; key: string }> }).certificates;
 const CA_HASH = (example('worker').spec.cluster as { caCertHashes: string[] }).caCertHashes[0]!;
 
 describe('the KubeadmConfig reconciler on a real API server', { skip, timeout: 300_000 }, () => {
@@ -65,53 +60,10 @@ describe('the KubeadmConfig reconciler on a real API server', { skip, timeout: 3
     await Promise.all(planes.map((p) => p.stop()));
   });
 
-  /** A Cluster as the topology (or a user) creates it, with a KubeadmControlPlane reference. */
-  async function cluster(name: string, spec: Record<string, unknown> = {}): Promise<Obj> {
-    const c = await create(mgmt, CORE, 'clusters', {
-      kind: 'Cluster',
-      metadata: { name, namespace: 'default' },
-      spec: {
-        controlPlaneEndpoint: { host: '192.0.2.10', port: 6443 },
-        clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] }, services: { cidrBlocks: ['10.96.0.0/12'] }, serviceDomain: 'cluster.local' },
-        controlPlaneRef: { apiGroup: 'controlplane.cluster.x-k8s.io', kind: 'KubeadmControlPlane', name: `${name}-control-plane` },
-        infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DockerCluster', name },
-        ...spec,
-      },
-    });
-    await createCertificateSecrets(mgmt, name, PKI, c);
-    await create(mgmt, 'v1', 'secrets', clusterSecret(`${name}-kubeconfig`, name, { value: workload.kubeconfig }, c));
-    return c;
-  }
-
-  async function clusterStatus(name: string, status: Record<string, unknown>): Promise<void> {
-    await mergePatch(mgmt, CORE, 'clusters', 'default', name, { status }, true);
-  }
-
-  /**
-   * A Machine and its KubeadmConfig, as KubeadmControlPlane (control plane) or a
-   * MachineSet (worker, the config cloned from the KubeadmConfigTemplate) makes them.
-   */
-  async function machine(clusterName: string, name: string, role: 'control-plane' | 'worker', configSpec?: Record<string, unknown>, annotations: Record<string, string> = {}): Promise<{ machine: Obj; config: Config }> {
-    const labels: Record<string, string> = { 'cluster.x-k8s.io/cluster-name': clusterName, ...(role === 'control-plane' ? { 'cluster.x-k8s.io/control-plane': '' } : { 'cluster.x-k8s.io/deployment-name': `${clusterName}-md-0` }) };
-    const spec = configSpec ?? (role === 'control-plane' ? controlPlaneSpec('v1beta2') : (workerTemplate('v1beta2') as { spec: { template: { spec: Record<string, unknown> } } }).spec.template.spec);
-    const m = await create(mgmt, CORE, 'machines', {
-      kind: 'Machine',
-      metadata: { name, namespace: 'default', labels },
-      spec: {
-        clusterName,
-        version: 'v1.33.2',
-        bootstrap: { configRef: { apiGroup: 'bootstrap.cluster.x-k8s.io', kind: 'KubeadmConfig', name } },
-        infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DockerMachine', name },
-      },
-    });
-    const cloned = role === 'worker' ? { 'cluster.x-k8s.io/cloned-from-name': `${clusterName}-md-0`, 'cluster.x-k8s.io/cloned-from-groupkind': 'KubeadmConfigTemplate.bootstrap.cluster.x-k8s.io' } : {};
-    const config = (await create(mgmt, BOOT, 'kubeadmconfigs', {
-      kind: 'KubeadmConfig',
-      metadata: { name, namespace: 'default', labels, annotations: { ...cloned, ...annotations }, ownerReferences: [ownerRef(m)] },
-      spec,
-    })) as Config;
-    return { machine: m, config };
-  }
+  const fixtures = () => new CapiFixtures(mgmt, workload);
+  const cluster = (name: string, spec?: Record<string, unknown>) => fixtures().cluster(name, spec);
+  const clusterStatus = (name: string, status: Record<string, unknown>) => fixtures().clusterStatus(name, status);
+  const machine = (clusterName: string, name: string, role: 'control-plane' | 'worker', configSpec?: Record<string, unknown>, annotations?: Record<string, string>) => fixtures().machine(clusterName, name, role, configSpec, annotations);
 
   const config = async (name: string) => (await get(mgmt, BOOT, 'kubeadmconfigs', 'default', name)) as Config;
   const dataSecret = async (name: string) => get(mgmt, 'v1', 'secrets', 'default', name) as Promise<(Obj & { type: string; data: Record<string, string> }) | undefined>;

@@ -17,7 +17,9 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { load } from 'js-yaml';
+import { controlPlaneSpec, workerTemplate } from './capi.js';
 import type { ControlPlane } from './controlplane.js';
+import { example } from './requests.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -120,5 +122,70 @@ export async function createCertificateSecrets(cp: ControlPlane, cluster: string
   const names = { ca: 'ca', etcdCA: 'etcd', frontProxyCA: 'proxy', serviceAccount: 'sa' } as const;
   for (const [field, suffix] of Object.entries(names) as [keyof typeof names, string][]) {
     await create(cp, 'v1', 'secrets', clusterSecret(`${cluster}-${suffix}`, cluster, { 'tls.crt': pki[field].cert, 'tls.key': pki[field].key }, owner));
+  }
+}
+
+export const CORE = 'cluster.x-k8s.io/v1beta2';
+export const BOOT = 'bootstrap.cluster.x-k8s.io/v1beta2';
+
+/** A KubeadmConfig as the tests read it. */
+export type Config = Obj & { spec: Record<string, unknown>; status?: { dataSecretName?: string; initialization?: { dataSecretCreated?: boolean }; observedGeneration?: number; conditions?: { type: string; status: string; reason: string; message?: string; observedGeneration?: number }[] } };
+
+/** The cluster's CA and key pairs: those of the repository's init example. */
+const PKI = (example('init').spec.cluster as { certificates: Record<'ca' | 'etcdCA' | 'frontProxyCA' | 'serviceAccount', { cert: string; key: string }> }).certificates;
+
+/** Clusters, Machines and KubeadmConfigs in the namespace `default` of a management cluster whose workload cluster is `workload`. */
+export class CapiFixtures {
+  constructor(
+    private readonly mgmt: ControlPlane,
+    private readonly workload: ControlPlane,
+  ) {}
+
+  /** A Cluster as the topology (or a user) creates it, with a KubeadmControlPlane reference. */
+  async cluster(name: string, spec: Record<string, unknown> = {}): Promise<Obj> {
+    const c = await create(this.mgmt, CORE, 'clusters', {
+      kind: 'Cluster',
+      metadata: { name, namespace: 'default' },
+      spec: {
+        controlPlaneEndpoint: { host: '192.0.2.10', port: 6443 },
+        clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] }, services: { cidrBlocks: ['10.96.0.0/12'] }, serviceDomain: 'cluster.local' },
+        controlPlaneRef: { apiGroup: 'controlplane.cluster.x-k8s.io', kind: 'KubeadmControlPlane', name: `${name}-control-plane` },
+        infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DockerCluster', name },
+        ...spec,
+      },
+    });
+    await createCertificateSecrets(this.mgmt, name, PKI, c);
+    await create(this.mgmt, 'v1', 'secrets', clusterSecret(`${name}-kubeconfig`, name, { value: this.workload.kubeconfig }, c));
+    return c;
+  }
+
+  async clusterStatus(name: string, status: Record<string, unknown>): Promise<void> {
+    await mergePatch(this.mgmt, CORE, 'clusters', 'default', name, { status }, true);
+  }
+
+  /**
+   * A Machine and its KubeadmConfig, as KubeadmControlPlane (control plane) or a
+   * MachineSet (worker, the config cloned from the KubeadmConfigTemplate) makes them.
+   */
+  async machine(clusterName: string, name: string, role: 'control-plane' | 'worker', configSpec?: Record<string, unknown>, annotations: Record<string, string> = {}): Promise<{ machine: Obj; config: Config }> {
+    const labels: Record<string, string> = { 'cluster.x-k8s.io/cluster-name': clusterName, ...(role === 'control-plane' ? { 'cluster.x-k8s.io/control-plane': '' } : { 'cluster.x-k8s.io/deployment-name': `${clusterName}-md-0` }) };
+    const spec = configSpec ?? (role === 'control-plane' ? controlPlaneSpec('v1beta2') : (workerTemplate('v1beta2') as { spec: { template: { spec: Record<string, unknown> } } }).spec.template.spec);
+    const m = await create(this.mgmt, CORE, 'machines', {
+      kind: 'Machine',
+      metadata: { name, namespace: 'default', labels },
+      spec: {
+        clusterName,
+        version: 'v1.33.2',
+        bootstrap: { configRef: { apiGroup: 'bootstrap.cluster.x-k8s.io', kind: 'KubeadmConfig', name } },
+        infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DockerMachine', name },
+      },
+    });
+    const cloned = role === 'worker' ? { 'cluster.x-k8s.io/cloned-from-name': `${clusterName}-md-0`, 'cluster.x-k8s.io/cloned-from-groupkind': 'KubeadmConfigTemplate.bootstrap.cluster.x-k8s.io' } : {};
+    const config = (await create(this.mgmt, BOOT, 'kubeadmconfigs', {
+      kind: 'KubeadmConfig',
+      metadata: { name, namespace: 'default', labels, annotations: { ...cloned, ...annotations }, ownerReferences: [ownerRef(m)] },
+      spec,
+    })) as Config;
+    return { machine: m, config };
   }
 }

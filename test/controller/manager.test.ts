@@ -1,0 +1,149 @@
+/**
+ * `bootwright controller` as it runs: two replicas with leader election against a real
+ * management API server (kube-apiserver + etcd, Cluster API's CRDs), driven only by
+ * watches. Objects are created the way Cluster API's controllers create them; nothing
+ * calls the reconciler directly. One replica leads (the Lease names it; its metrics say
+ * so, the other's say standby); a control-plane Machine gets its init data, a worker
+ * waits until the Cluster reports `ControlPlaneInitialized` and then gets its join data
+ * through the Cluster watch; the leader stops and releases the Lease, the standby takes
+ * over and serves the next Machine.
+ */
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pino from 'pino';
+import { Kube } from '../../src/controller/kube.js';
+import { portOf } from '../../src/controller/metrics.js';
+import { DEFAULT_LEASE_NAME, type RunningController, startController } from '../../src/controller/run.js';
+import { type ControlPlane, startControlPlane } from '../support/controlplane.js';
+import { missingDependency } from '../support/missing.js';
+import { BOOT, CapiFixtures, type Config, get, haveCapiCrds, installCapiCrds } from '../support/management.js';
+import { referenceTool } from '../support/tools.js';
+import { validateCloudConfigSchema } from '../support/validators.js';
+
+const skip =
+  !referenceTool('kube-apiserver') || !referenceTool('etcd')
+    ? missingDependency('kube-apiserver and etcd are not built (npm run tools): the controller manager is not tested')
+    : !haveCapiCrds
+      ? missingDependency("Cluster API's CRDs are not beside the repository (../shared/capi-crds/v1.14.0): the controller manager is not tested")
+      : false;
+
+/** Poll `fn` until it returns a value other than undefined, or fail after `ms`. */
+async function eventually<T>(what: string, fn: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) assert.fail(`timed out after ${String(ms)} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+describe('bootwright controller: two replicas, leader election, watches', { skip, timeout: 300_000 }, () => {
+  const planes: ControlPlane[] = [];
+  let mgmt: ControlPlane;
+  let fixtures: CapiFixtures;
+  const logLines: string[] = [];
+  const log = pino(
+    { level: 'debug' },
+    new Writable({
+      write: (chunk, _enc, done) => {
+        logLines.push(String(chunk));
+        done();
+      },
+    }),
+  );
+  const replicas: RunningController[] = [];
+
+  const start = (identity: string) =>
+    startController(
+      Kube.fromKubeconfig(mgmt.kubeconfig),
+      {
+        tokenTtlMs: 15 * 60_000,
+        ignitionVersion: '2.3',
+        concurrency: 4,
+        identity,
+        health: { host: '127.0.0.1', port: 0 },
+        leaderElection: { namespace: 'default', name: DEFAULT_LEASE_NAME, identity, leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 500 },
+      },
+      log.child({ replica: identity }),
+    );
+  const http = async (r: RunningController, path: string) => {
+    const res = await fetch(`http://127.0.0.1:${String(portOf(r.health))}${path}`);
+    return { status: res.status, text: await res.text() };
+  };
+  const lease = async () => (await get(mgmt, 'coordination.k8s.io/v1', 'leases', 'default', DEFAULT_LEASE_NAME)) as { spec: { holderIdentity?: string; leaseTransitions?: number } } | undefined;
+  const secret = async (name: string) => get(mgmt, 'v1', 'secrets', 'default', name) as Promise<{ data: Record<string, string> } | undefined>;
+  const config = async (name: string) => (await get(mgmt, BOOT, 'kubeadmconfigs', 'default', name)) as Config;
+
+  before(async () => {
+    planes.push(...(await Promise.all([startControlPlane(), startControlPlane()])));
+    const [m, workload] = planes as [ControlPlane, ControlPlane];
+    mgmt = m;
+    fixtures = new CapiFixtures(mgmt, workload);
+    await installCapiCrds(mgmt);
+  });
+  after(async () => {
+    await Promise.all(replicas.map((r) => r.stop()));
+    await Promise.all(planes.map((p) => p.stop()));
+  });
+
+  it('one replica leads; it reconciles by watches; the standby takes over when it stops', async () => {
+    replicas.push(await start('replica-a'), await start('replica-b'));
+    const leader = await eventually('a leader', async () => {
+      const holder = (await lease())?.spec.holderIdentity;
+      return holder === 'replica-a' || holder === 'replica-b' ? holder : undefined;
+    });
+    const [first, second] = leader === 'replica-a' ? (replicas as [RunningController, RunningController]) : ([replicas[1], replicas[0]] as [RunningController, RunningController]);
+    // Give the standby several retry periods to (wrongly) take the Lease too.
+    await sleep(1_500);
+    assert.equal((await lease())?.spec.holderIdentity, leader);
+    assert.equal(first.isLeader(), true);
+    assert.equal(second.isLeader(), false);
+    assert.match((await http(first, '/metrics')).text, new RegExp(`^leader_election_master_status\\{name="${DEFAULT_LEASE_NAME}"\\} 1$`, 'm'));
+    assert.match((await http(second, '/metrics')).text, new RegExp(`^leader_election_master_status\\{name="${DEFAULT_LEASE_NAME}"\\} 0$`, 'm'));
+    assert.equal((await http(second, '/healthz')).status, 200);
+    assert.equal((await http(second, '/readyz')).status, 200, 'a standby is ready');
+    await eventually('the leader ready (watches listed)', async () => ((await http(first, '/readyz')).status === 200 ? true : undefined));
+
+    // A cluster with its infrastructure provisioned, a control-plane Machine and a worker.
+    await fixtures.cluster('watched');
+    await fixtures.clusterStatus('watched', { initialization: { infrastructureProvisioned: true } });
+    await fixtures.machine('watched', 'watched-cp-a', 'control-plane');
+    await fixtures.machine('watched', 'watched-md-0-a', 'worker');
+    const init = await eventually('the init data Secret', () => secret('watched-cp-a'));
+    assert.ok(Buffer.from(init.data.value!, 'base64').toString('utf8').startsWith('#cloud-config\n'));
+    assert.deepEqual(validateCloudConfigSchema(Buffer.from(init.data.value!, 'base64').toString('utf8')), []);
+    await eventually('the init config Ready', async () => ((await config('watched-cp-a')).status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? true : undefined));
+    assert.equal(await secret('watched-md-0-a'), undefined, 'the worker waits for the control plane');
+    const waiting = (await config('watched-md-0-a')).status?.conditions?.find((c) => c.type === 'DataSecretAvailable');
+    assert.equal(waiting?.message, 'Waiting for Cluster control plane to be initialized');
+
+    // The Cluster's status change reaches the worker's config through the Cluster watch,
+    // well before the 30 s requeue.
+    const initialised = Date.now();
+    await fixtures.clusterStatus('watched', { initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true } });
+    const join = await eventually('the worker join data Secret', () => secret('watched-md-0-a'), 20_000);
+    assert.ok(Date.now() - initialised < 20_000);
+    assert.deepEqual(validateCloudConfigSchema(Buffer.from(join.data.value!, 'base64').toString('utf8')), []);
+    const metrics = (await http(first, '/metrics')).text;
+    assert.match(metrics, /^controller_runtime_reconcile_total\{controller="kubeadmconfig",result="(success|requeue_after)"\} [1-9]\d*$/m);
+    assert.match(metrics, /^workqueue_depth\{name="kubeadmconfig"\} \d+$/m);
+    assert.equal((await http(second, '/metrics')).text.match(/^controller_runtime_reconcile_total\{/m), null, 'the standby reconciled nothing');
+
+    // The leader stops: it releases the Lease; the standby takes over at once (well
+    // within one lease duration of the stop) and reconciles the next Machine.
+    const transitions = (await lease())?.spec.leaseTransitions ?? 0;
+    const stopped = Date.now();
+    await first.stop();
+    replicas.splice(replicas.indexOf(first), 1);
+    await eventually('the standby leading', async () => ((await lease())?.spec.holderIdentity === (leader === 'replica-a' ? 'replica-b' : 'replica-a') ? true : undefined), 10_000);
+    assert.equal(second.isLeader(), true);
+    assert.ok((await lease())!.spec.leaseTransitions! > transitions);
+    await fixtures.machine('watched', 'watched-md-0-b', 'worker');
+    await eventually('the next worker join data Secret, from the new leader', () => secret('watched-md-0-b'), 20_000);
+    assert.ok(Date.now() - stopped < 20_000);
+    assert.equal(logLines.filter((l) => /"level":50/.test(l)).length, 0, `no errors logged:\n${logLines.filter((l) => /"level":50/.test(l)).join('')}`);
+  });
+});
