@@ -42,6 +42,7 @@ describe('CLI help and versions', () => {
       render: ['--file', '--format', '--ignition-version', '--platform', '--output', '--help'],
       validate: ['--file', '--format', '--help'],
       serve: ['--host', '--port', '--data-dir', '--config', '--detach', '--help'],
+      controller: ['--kubeconfig', '--namespace', '--watch-filter', '--bootstrap-token-ttl', '--ignition-version', '--kubeadmconfig-concurrency', '--leader-elect', '--leader-elect-namespace', '--leader-elect-lease-duration', '--leader-elect-renew-deadline', '--leader-elect-retry-period', '--health-addr', '--help'],
       version: ['--help'],
       help: ['--help'],
     };
