@@ -66,7 +66,10 @@ export function kubeadmConfigSpecToV1beta2(spec: Doc): Doc {
   delete out.useExperimentalRetryJoin;
   const cluster = out.clusterConfiguration;
   if (isDoc(cluster)) {
-    for (const gone of ['networking', 'kubernetesVersion', 'controlPlaneEndpoint', 'clusterName']) delete cluster[gone];
+    delete cluster.networking;
+    delete cluster.kubernetesVersion;
+    delete cluster.controlPlaneEndpoint;
+    delete cluster.clusterName;
     for (const component of ['apiServer', 'controllerManager', 'scheduler']) convertArgs(cluster[component], 'extraArgs');
     if (isDoc(cluster.etcd)) convertArgs(cluster.etcd.local, 'extraArgs');
     const apiServer = cluster.apiServer;
