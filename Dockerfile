@@ -2,6 +2,9 @@
 #
 # bootwright: build with `docker build -t bootwright .`, run with
 #   docker run --rm -p 8080:8080 -e BOOTWRIGHT_TOKENS='[{"name":"ops","sha256":"<hex>","scopes":["admin"]}]' bootwright
+# The same image is the Cluster API bootstrap provider: `node dist/cli.js controller …`
+# (deploy/cluster-api/bootstrap-components.yaml sets the command; BOOTWRIGHT_IMAGE names
+# the image you pushed).
 # Two stages on the same base, Node.js 24 LTS: `build` installs everything (compiling the
 # native better-sqlite3 addon once, against the runtime's own Node), compiles TypeScript,
 # then prunes the devDependencies; the final stage holds dist/, those node_modules and

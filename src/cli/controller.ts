@@ -22,8 +22,8 @@ export const CONTROLLER: Command = {
   positionals: 0,
   flags: [
     { name: 'kubeconfig', type: 'string', value: 'FILE', help: 'the management cluster (default: $KUBECONFIG, ~/.kube/config, or the Pod\'s service account in a cluster)' },
-    { name: 'namespace', type: 'string', value: 'NS', help: 'watch this namespace only (default: all)' },
-    { name: 'watch-filter', type: 'string', value: 'VALUE', help: 'only objects labelled cluster.x-k8s.io/watch-filter=VALUE (to run beside CABPK)' },
+    { name: 'namespace', type: 'string', value: 'NS', help: 'watch this namespace only (default or empty: all)' },
+    { name: 'watch-filter', type: 'string', value: 'VALUE', help: 'only objects labelled cluster.x-k8s.io/watch-filter=VALUE, to run beside CABPK (default or empty: all)' },
     { name: 'bootstrap-token-ttl', type: 'string', value: 'DURATION', help: 'lifetime of the join tokens, refreshed until the node joins (default 15m)' },
     { name: 'ignition-version', type: 'string', value: 'VERSION', help: 'Ignition spec of format: ignition without the bootstrap.bootwright.dev/ignition-version annotation: 2.3 (CABPK\'s; default), 3 (the lowest 3.x that expresses the config) or 3.x.y' },
     { name: 'kubeadmconfig-concurrency', type: 'string', value: 'N', help: 'KubeadmConfigs reconciled at once (default 10)' },
@@ -96,8 +96,10 @@ export function controllerOptions(parsed: Parsed): ControllerOptions {
     concurrency: countFlag('kubeadmconfig-concurrency', v['kubeadmconfig-concurrency'], 10),
     identity,
     health: parseAddress('health-addr', v['health-addr'] ?? '127.0.0.1:9440'),
-    ...(v.namespace !== undefined ? { namespace: v.namespace } : {}),
-    ...(v['watch-filter'] !== undefined ? { watchFilter: v['watch-filter'] } : {}),
+    // Empty is unset, as Cluster API reads an empty --watch-filter (and clusterctl's
+    // `${VAR:=}` writes one).
+    ...(v.namespace ? { namespace: v.namespace } : {}),
+    ...(v['watch-filter'] ? { watchFilter: v['watch-filter'] } : {}),
   };
   if (v['leader-elect'] === true) {
     const duration = (flag: string, fallback: number) => (v[flag] === undefined ? fallback : parseDuration(flag, v[flag]));
