@@ -13,7 +13,7 @@ import { OUTPUT_FORMATS, PLATFORMS } from '../request/schema.js';
 import type { KnownRequest } from './cache.js';
 import { ENVELOPE_MEDIA_TYPE, type Negotiated } from './negotiate.js';
 import { type DeliveryQuery, type RenderPlan, renderPlan } from './render-plan.js';
-import type { ServiceContext } from './server.js';
+import type { ServiceContext } from './context.js';
 import { portable } from '../work/task.js';
 
 /** The JSON envelope for OpenAPI clients. */

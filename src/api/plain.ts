@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
-import { answerClientError } from './server.js';
+import { answerClientError } from './replies.js';
 
 /** Whether a request's connection is TLS (the main listener of an HTTPS service), not the plain listener. */
 export function isEncrypted(socket: Socket): boolean {

@@ -37,7 +37,7 @@ import { cachedRender } from './deliver.js';
 import { renderPlan } from './render-plan.js';
 import type { FollowingRender } from '../work/task.js';
 import { reportUrlFor } from './signing.js';
-import type { ServiceContext } from './server.js';
+import type { ServiceContext } from './context.js';
 
 /** Ignition specs pre-rendered at most (configured plus asked for). */
 const MAX_VERSIONS = 4;

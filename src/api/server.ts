@@ -5,7 +5,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parse as parseQueryString } from 'node:querystring';
-import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
@@ -28,7 +27,9 @@ import { BodyDeadlines } from './deadlines.js';
 import { Prerenderer } from './prerender.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { NotAcceptableError, OFFERED_MEDIA_TYPES } from './negotiate.js';
-import { problem, PROBLEM_MEDIA_TYPE, type ProblemKind } from './problems.js';
+import { problem, type ProblemKind } from './problems.js';
+import { type ServiceContext, stalledBefore } from './context.js';
+import { answerClientError, sendProblem, storageUnavailable } from './replies.js';
 import { bootstrapRoutes } from './routes/bootstrap.js';
 import { healthRoutes } from './routes/health.js';
 import { renderRoutes } from './routes/render.js';
@@ -39,7 +40,7 @@ import { bootRoutes } from './routes/boot.js';
 import { assetRoutes } from './routes/assets.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { uiRoutes } from './routes/ui.js';
-import { urlSigning, type UrlSigning } from './signing.js';
+import { urlSigning } from './signing.js';
 import { PACKAGE_VERSION } from '../version.js';
 import { MIN_TLS_VERSION } from '../tls/credentials.js';
 import { caRoutes } from './routes/ca.js';
@@ -58,35 +59,6 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
   }
-}
-
-/** The cut-off before which a machine still `Provisioning` is `Stalled` (`reportTimeoutSeconds` before `now`). */
-export function stalledBefore(config: Pick<Config, 'reportTimeoutSeconds'>, now: Date): string {
-  return new Date(now.getTime() - config.reportTimeoutSeconds * 1000).toISOString();
-}
-
-/** Everything a route needs from the service. */
-export interface ServiceContext {
-  config: Config;
-  cache: RenderCache;
-  metrics: Metrics;
-  /** The inventory. */
-  store: Store;
-  /** Signed firmware URLs: key, lifetime, base URL. */
-  signing: UrlSigning;
-  /**
-   * The CA that issued the HTTPS certificate (PEM), when known (`tls: auto`, or `tlsCa`):
-   * served at `GET /ca.crt` and pinned by Ignition pointer configs.
-   */
-  tlsCa?: string;
-  /** Whether this server listens with TLS (its plain-HTTP listener, if any, serves the iPXE routes). */
-  https: boolean;
-  /** Parsing, assembly and rendering of cache misses, off the main thread (src/work/pool.ts). */
-  pool: RenderPool;
-  /** Machines' data rendered ahead of their boot (src/api/prerender.ts). */
-  prerender: Prerenderer;
-  /** The bearer tokens (the status page authenticates its cookie with them). */
-  tokens: TokenTable;
 }
 
 /** The HTTPS listener's credentials (src/tls/). */
@@ -207,11 +179,6 @@ export function serversFor(ctx: ServiceContext, request: FastifyRequest): { url:
   }
 }
 
-/** Send a problem document. */
-export function sendProblem(reply: FastifyReply, kind: ProblemKind, status: number, detail: string, errors?: RequestError['problems']): FastifyReply {
-  return reply.code(status).type(PROBLEM_MEDIA_TYPE).header('cache-control', 'no-store').send(problem(kind, status, detail, errors));
-}
-
 /** Whether the request declares a body that Node has not received whole yet. */
 function unreadBody(request: FastifyRequest): boolean {
   const { headers } = request;
@@ -226,34 +193,6 @@ function queryPairs(url: string): number {
   let pairs = 1;
   for (let i = start + 1; i < url.length; i++) if (url.charCodeAt(i) === 0x26) pairs++;
   return pairs;
-}
-
-/** Client errors Node's HTTP parser reports before a request exists, and their answers. */
-const CLIENT_ERRORS: Record<string, [ProblemKind, number, string, string]> = {
-  HPE_HEADER_OVERFLOW: ['malformed-request', 431, 'Request Header Fields Too Large', 'the request line and headers are larger than the limit (BOOTWRIGHT_MAX_HEADER_BYTES)'],
-  ERR_HTTP_REQUEST_TIMEOUT: ['malformed-request', 408, 'Request Timeout', 'the request was not received in time (BOOTWRIGHT_REQUEST_TIMEOUT_SECONDS)'],
-};
-
-/**
- * fastify's `clientErrorHandler`: errors Node's HTTP parser raises on a connection (no
- * request object yet) get an RFC 9457 problem where one fits (431 for headers over
- * `maxHeaderBytes`, 408 for a request not received within `requestTimeoutSeconds`),
- * else a bare 400; always with `Connection: close`, and the socket is closed after.
- */
-export function answerClientError(error: Error & { code?: string }, socket: Socket): void {
-  if (!socket.writable || (error.code === 'ECONNRESET' || error.code === 'EPIPE')) {
-    socket.destroy();
-    return;
-  }
-  const known = error.code ? CLIENT_ERRORS[error.code] : undefined;
-  const [kind, status, reason, detail] = known ?? (['malformed-request', 400, 'Bad Request', 'the request could not be parsed as HTTP/1.1'] as const);
-  const body = JSON.stringify(problem(kind, status, detail));
-  // Node's HTTP sockets allow half-open connections: end() alone would leave a client
-  // that keeps sending holding the socket, so destroy it once the answer is written.
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
-    () => socket.destroy(),
-  );
 }
 
 /** The subject of a schema validation's detail, by fastify's validation context (errors[] paths keep the context's name). */
@@ -272,22 +211,6 @@ const FASTIFY_ERRORS: Record<string, [ProblemKind, number, string]> = {
   FST_ERR_CTP_EMPTY_TYPE: ['malformed-request', 400, 'the Content-Type header is empty'],
   FST_ERR_CTP_INVALID_TYPE: ['unsupported-media-type', 415, 'the Content-Type header is not a valid media type'],
 };
-
-/**
- * Answer `503` because the store failed (a storage fault, src/store/faults.ts): a
- * problem with `Retry-After`, replacing whatever the reply was about to carry (its
- * entity headers described another body). Counted in `bootwright_storage_faults_total`.
- *
- * @returns the problem document, serialized, for an `onSend` hook to return as the
- *   payload (a route handler may send it too).
- */
-export function storageUnavailable(ctx: { config: Config; metrics: Metrics }, request: FastifyRequest, reply: FastifyReply, code: string): string {
-  ctx.metrics.storageFaults.inc({ code });
-  request.log.warn({ fault: code }, 'the store failed: answering 503');
-  for (const name of ['etag', 'vary', 'content-encoding', 'content-length', 'last-modified']) reply.removeHeader(name);
-  void reply.code(503).type(PROBLEM_MEDIA_TYPE).header('cache-control', 'no-store').header('retry-after', String(ctx.config.retryAfterSeconds));
-  return JSON.stringify(problem('unavailable', 503, `the inventory store cannot be used right now (${code}); retry after the time in Retry-After`));
-}
 
 /**
  * Map an error to a problem (the one place errors become statuses): request and store

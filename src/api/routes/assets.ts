@@ -15,7 +15,7 @@ import { resolve } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync } from 'fastify';
 import { ConfigError } from '../../config.js';
-import type { ServiceContext } from '../server.js';
+import type { ServiceContext } from '../context.js';
 
 /** The URL prefix assets are served under. */
 export const ASSETS_PREFIX = '/assets/';

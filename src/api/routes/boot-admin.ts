@@ -6,7 +6,7 @@ import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { resourceName } from '../../store/resources.js';
 import { MAX_LIST_LIMIT } from '../../store/store.js';
-import type { ServiceContext } from '../server.js';
+import type { ServiceContext } from '../context.js';
 import { json, problemResponses } from './resources.js';
 import { yamlResponses } from '../yaml-response.js';
 

@@ -24,7 +24,7 @@ import { RequestError } from '../../errors.js';
 import { IGNITION_MEDIA_TYPE } from '../../render.js';
 import type { KnownRequest } from '../cache.js';
 import { deliveryHeaders, deliveryQuery, deliveryResponses, negotiatedRender, noneMatch, sendBootstrapData, strongEtag } from '../deliver.js';
-import type { ServiceContext } from '../server.js';
+import type { ServiceContext } from '../context.js';
 import type { AssembleTask, FollowingRender } from '../../work/task.js';
 import { reportUrlFor } from '../signing.js';
 import { problemResponses } from './resources.js';

@@ -7,7 +7,8 @@
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
-import { sendProblem, type ServiceContext } from '../server.js';
+import { type ServiceContext } from '../context.js';
+import { sendProblem } from '../replies.js';
 
 /** RFC 8555 §9.1's media type for PEM certificates. */
 export const PEM_CHAIN_MEDIA_TYPE = 'application/pem-certificate-chain';

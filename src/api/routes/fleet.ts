@@ -5,7 +5,7 @@
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { type FleetCounts, PHASES } from '../../store/status.js';
-import { type ServiceContext, stalledBefore } from '../server.js';
+import { type ServiceContext, stalledBefore } from '../context.js';
 import { problemResponses } from './resources.js';
 
 /** The fleet counts document (component `Fleet`). */

@@ -5,7 +5,8 @@
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
-import { sendProblem, type ServiceContext } from '../server.js';
+import { type ServiceContext } from '../context.js';
+import { sendProblem } from '../replies.js';
 
 const status = z.object({ status: z.literal('ok') });
 

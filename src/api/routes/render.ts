@@ -11,7 +11,7 @@ import { nodeBootstrapInputSchema } from '../../request/capi/schema.js';
 import { type RawBody, rawText, registerBodyParsers } from '../body.js';
 import { deliveryHeaders, deliveryQuery, deliveryResponses, sendBootstrapData } from '../deliver.js';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
-import type { ServiceContext } from '../server.js';
+import type { ServiceContext } from '../context.js';
 
 export { envelopeSchema, noneMatch, strongEtag } from '../deliver.js';
 

@@ -30,7 +30,7 @@ import { parseLabelSelector } from '../../store/selector.js';
 import { checkWrite, type WriteCheckContext } from '../../store/writecheck.js';
 import type { FastifyRequest } from 'fastify';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
-import type { ServiceContext } from '../server.js';
+import type { ServiceContext } from '../context.js';
 import { noneMatch } from '../deliver.js';
 import { YAML_MEDIA_TYPE, yamlResponses } from '../yaml-response.js';
 import { machineStatus } from '../../store/status.js';

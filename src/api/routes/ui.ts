@@ -31,7 +31,7 @@ import { parseLabelSelector } from '../../store/selector.js';
 import { checkWrite } from '../../store/writecheck.js';
 import { fleetBody, type Filters, loginBody, machineBody, type MachineRow, messageBody, page } from '../../ui/pages.js';
 import { hasScope, type Principal } from '../auth.js';
-import type { ServiceContext } from '../server.js';
+import type { ServiceContext } from '../context.js';
 import { registerFormParser } from '../body.js';
 import { fleetCounts } from './fleet.js';
 
