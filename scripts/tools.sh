@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds the reference tools the tests check bootwright's output against -- kubeadm,
 # kube-apiserver, etcd, ignition, ignition-validate, butane, the kubeadm of older minors
-# kubeadm-1.N (from the Go module proxy, at the versions pinned by the Go modules in
+# kubeadm-1.N, Cluster API's kubeadm bootstrap provider kubeadm-bootstrap-manager (from
+# the Go module proxy, at the versions pinned by the Go modules in
 # tools/reference/) and schemathesis (from PyPI, at
 # tools/reference/schemathesis/requirements.txt) -- into a cache outside the repository:
 #
 #   ${BOOTWRIGHT_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bootwright/tools}/
 #     parts/<group>-<hash>/bin/<tool>   the binaries; <group> is kubernetes, etcd, coreos,
-#                                       schemathesis or kubeadm-1.N (one per module
+#                                       cluster-api, schemathesis or kubeadm-1.N (one per module
 #                                       tools/reference/kubeadm-1.N/), <hash> covers that group's pins
 #                                       (go.mod + go.sum, or requirements.txt), its build
 #                                       parameters (tool_params below), commits.txt and the
@@ -69,7 +70,7 @@ for d in "$REF"/kubeadm-1.*/; do
   ((n < KUBE_MINOR)) || ON_REQUEST+=("$g")
 done
 mapfile -t KUBEADM_TOOLS < <(printf '%s\n' "${KUBEADM_TOOLS[@]}" | sort -t. -k2,2n)
-ALL_TOOLS=(kubeadm "${KUBEADM_TOOLS[@]}" kube-apiserver etcd ignition-validate ignition butane schemathesis)
+ALL_TOOLS=(kubeadm "${KUBEADM_TOOLS[@]}" kube-apiserver etcd kubeadm-bootstrap-manager ignition-validate ignition butane schemathesis)
 DEFAULT_TOOLS=()
 for t in "${ALL_TOOLS[@]}"; do
   [[ " ${ON_REQUEST[*]} " == *" $t "* ]] || DEFAULT_TOOLS+=("$t")
@@ -103,6 +104,11 @@ tool_params() {
       # scripts/build_lib.sh + build-binary.sh: CGO_ENABLED=0, -trimpath, -s -w, GitSHA.
       group=etcd pkg=go.etcd.io/etcd/server/v3 cgo=0 buildmode='' tags=
       ldflags_base='-s -w' ldflags_kind=etcd version_args=(--version) ;;
+    kubeadm-bootstrap-manager)
+      # Cluster API's Makefile (manager-kubeadm-bootstrap): CGO_ENABLED=0, -trimpath,
+      # version -X flags from hack/version.sh; the binary is named as the Makefile names it.
+      group=cluster-api pkg=sigs.k8s.io/cluster-api/bootstrap/kubeadm cgo=0 buildmode='' tags=
+      ldflags_base='' ldflags_kind=capi version_args=(--help) ;;
     ignition)
       # ./build: CGO_ENABLED=1 (libblkid), -buildmode=pie, version.Raw = git describe.
       group=coreos pkg=github.com/coreos/ignition/v2/internal cgo=1 buildmode=pie tags=
@@ -169,7 +175,7 @@ group_inputs() { # group_inputs GROUP
     cat "$REF/$1/go.mod" "$REF/$1/go.sum"
   fi
 }
-ALL_GROUPS=(kubernetes etcd coreos schemathesis "${KUBEADM_GROUPS[@]}")
+ALL_GROUPS=(kubernetes etcd coreos cluster-api schemathesis "${KUBEADM_GROUPS[@]}")
 declare -A PART
 for group in "${ALL_GROUPS[@]}"; do
   PART[$group]=$group-$(group_inputs "$group" | sha)
@@ -244,6 +250,13 @@ ldflags() { # ldflags KIND GROUP -> the version -X flags upstream's build script
       m=$(mod_version etcd go.etcd.io/etcd/server/v3) && read -r v t <<<"$m"
       c=$(mod_commit go.etcd.io/etcd/server/v3 "$v")
       out=" -X 'go.etcd.io/etcd/api/v3/version.GitSHA=${c:0:9}'" ;;
+    capi)
+      m=$(mod_version cluster-api sigs.k8s.io/cluster-api) && read -r v t <<<"$m"
+      local major=${v#v} && major=${major%%.*}
+      local minor=${v#v*.} && minor=${minor%%.*}
+      for kv in "gitVersion=$v" "gitMajor=$major" "gitMinor=$minor" "gitTreeState=archive" "buildDate=${t:-1970-01-01T00:00:00Z}"; do
+        out+=" -X 'sigs.k8s.io/cluster-api/version.$kv'"
+      done ;;
     ignition)
       m=$(mod_version coreos github.com/coreos/ignition/v2) && read -r v t <<<"$m"
       out=" -X 'github.com/coreos/ignition/v2/internal/version.Raw=$v'" ;;

@@ -79,6 +79,8 @@ export function bootstrapRequest(ctx: RequestContext): Record<string, unknown> {
     spec: {
       role: ctx.role,
       kubernetesVersion: ctx.kubernetesVersion,
+      // As CABPK: a node the config does not name is named by kubeadm, after its hostname.
+      nodeName: { fromHostname: true },
       cluster: clusterInput,
       kubeadmConfig: { apiVersion: config.apiVersion, kind: 'KubeadmConfig', metadata: { name: config.metadata.name, namespace: config.metadata.namespace }, spec: config.spec ?? {} },
       ...(ctx.secrets.length > 0 ? { secrets: ctx.secrets } : {}),

@@ -289,25 +289,34 @@ export const outputSchema = z.strictObject({
 
 /**
  * The node's name when only the machine knows it (boot-time identity; the default is
- * `metadata.name`). `fromMetadata`: read at boot, the way each format does it:
- * cloud-config from cloud-init instance data (`instanceData`, a key path such as
- * `v1.local_hostname` or `ds.meta_data.local_hostname`), Ignition from a variable of the
- * metadata file (`variable`, such as `COREOS_EC2_HOSTNAME`).
+ * `metadata.name`), one of:
+ * - `fromMetadata`: read at boot, the way each format does it: cloud-config from
+ *   cloud-init instance data (`instanceData`, a key path such as `v1.local_hostname` or
+ *   `ds.meta_data.local_hostname`), Ignition from a variable of the metadata file
+ *   (`variable`, such as `COREOS_EC2_HOSTNAME`);
+ * - `fromHostname: true`: no `nodeRegistration.name` is written, so kubeadm names the node
+ *   after the machine's hostname (kubeadm's default, which Cluster API's kubeadm bootstrap
+ *   provider leaves in place; `bootwright controller` asks for it).
  */
-export const nodeNameSchema = z.strictObject({
-  fromMetadata: z.strictObject({
-    instanceData: z
-      .string()
-      .max(128)
-      .regex(/^(?:ds|v1|v2)(?:\.[A-Za-z_][A-Za-z0-9_]*)+$/, 'must be a cloud-init instance-data key path such as v1.local_hostname or ds.meta_data.local_hostname')
+export const nodeNameSchema = z
+  .strictObject({
+    fromMetadata: z
+      .strictObject({
+        instanceData: z
+          .string()
+          .max(128)
+          .regex(/^(?:ds|v1|v2)(?:\.[A-Za-z_][A-Za-z0-9_]*)+$/, 'must be a cloud-init instance-data key path such as v1.local_hostname or ds.meta_data.local_hostname')
+          .optional(),
+        variable: z
+          .string()
+          .max(64)
+          .regex(/^(?:COREOS|AFTERBURN)_[A-Z0-9_]+$/, 'must be a metadata variable such as COREOS_EC2_HOSTNAME (Flatcar) or AFTERBURN_AWS_HOSTNAME (Fedora CoreOS)')
+          .optional(),
+      })
       .optional(),
-    variable: z
-      .string()
-      .max(64)
-      .regex(/^(?:COREOS|AFTERBURN)_[A-Z0-9_]+$/, 'must be a metadata variable such as COREOS_EC2_HOSTNAME (Flatcar) or AFTERBURN_AWS_HOSTNAME (Fedora CoreOS)')
-      .optional(),
-  }),
-});
+    fromHostname: z.literal(true).optional(),
+  })
+  .refine((n) => (n.fromMetadata === undefined) !== (n.fromHostname === undefined), { message: 'must have exactly one of fromMetadata and fromHostname' });
 
 export const ROLES = ['init', 'control-plane', 'worker'] as const;
 export type Role = (typeof ROLES)[number];

@@ -147,10 +147,25 @@ export class CapiFixtures {
   ) {}
 
   /** A Cluster as the topology (or a user) creates it, with a KubeadmControlPlane reference. */
-  async cluster(name: string, spec: Record<string, unknown> = {}): Promise<Obj> {
+  /**
+   * A Cluster with its KubeadmControlPlane (`<name>-control-plane`, the quick start's, at
+   * v1.33.2: CABPK reads its version for `contentFormat: Template` files), certificate
+   * Secrets and `<name>-kubeconfig` (the workload cluster's admin).
+   */
+  async cluster(name: string, spec: Record<string, unknown> = {}, labels: Record<string, string> = {}): Promise<Obj> {
+    await create(this.mgmt, 'controlplane.cluster.x-k8s.io/v1beta2', 'kubeadmcontrolplanes', {
+      kind: 'KubeadmControlPlane',
+      metadata: { name: `${name}-control-plane`, namespace: 'default', labels: { 'cluster.x-k8s.io/cluster-name': name, ...labels } },
+      spec: {
+        version: 'v1.33.2',
+        replicas: 1,
+        machineTemplate: { spec: { infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DockerMachineTemplate', name: `${name}-control-plane` } } },
+        kubeadmConfigSpec: controlPlaneSpec('v1beta2'),
+      },
+    });
     const c = await create(this.mgmt, CORE, 'clusters', {
       kind: 'Cluster',
-      metadata: { name, namespace: 'default' },
+      metadata: { name, namespace: 'default', labels },
       spec: {
         controlPlaneEndpoint: { host: '192.0.2.10', port: 6443 },
         clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] }, services: { cidrBlocks: ['10.96.0.0/12'] }, serviceDomain: 'cluster.local' },
@@ -164,16 +179,23 @@ export class CapiFixtures {
     return c;
   }
 
+  /**
+   * Patch the Cluster's status. `initialization.controlPlaneInitialized: true` comes with
+   * the `ControlPlaneInitialized` condition, as Cluster API's Cluster controller writes
+   * both (CABPK reads the condition, bootwright either).
+   */
   async clusterStatus(name: string, status: Record<string, unknown>): Promise<void> {
-    await mergePatch(this.mgmt, CORE, 'clusters', 'default', name, { status }, true);
+    const initialised = (status.initialization as { controlPlaneInitialized?: boolean } | undefined)?.controlPlaneInitialized === true;
+    const conditions = initialised ? { conditions: [{ type: 'ControlPlaneInitialized', status: 'True', reason: 'Initialized', message: '', lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z') }] } : {};
+    await mergePatch(this.mgmt, CORE, 'clusters', 'default', name, { status: { ...status, ...conditions } }, true);
   }
 
   /**
    * A Machine and its KubeadmConfig, as KubeadmControlPlane (control plane) or a
    * MachineSet (worker, the config cloned from the KubeadmConfigTemplate) makes them.
    */
-  async machine(clusterName: string, name: string, role: 'control-plane' | 'worker', configSpec?: Record<string, unknown>, annotations: Record<string, string> = {}): Promise<{ machine: Obj; config: Config }> {
-    const labels: Record<string, string> = { 'cluster.x-k8s.io/cluster-name': clusterName, ...(role === 'control-plane' ? { 'cluster.x-k8s.io/control-plane': '' } : { 'cluster.x-k8s.io/deployment-name': `${clusterName}-md-0` }) };
+  async machine(clusterName: string, name: string, role: 'control-plane' | 'worker', configSpec?: Record<string, unknown>, annotations: Record<string, string> = {}, extraLabels: Record<string, string> = {}): Promise<{ machine: Obj; config: Config }> {
+    const labels: Record<string, string> = { 'cluster.x-k8s.io/cluster-name': clusterName, ...(role === 'control-plane' ? { 'cluster.x-k8s.io/control-plane': '' } : { 'cluster.x-k8s.io/deployment-name': `${clusterName}-md-0` }), ...extraLabels };
     const spec = configSpec ?? (role === 'control-plane' ? controlPlaneSpec('v1beta2') : (workerTemplate('v1beta2') as { spec: { template: { spec: Record<string, unknown> } } }).spec.template.spec);
     const m = await create(this.mgmt, CORE, 'machines', {
       kind: 'Machine',

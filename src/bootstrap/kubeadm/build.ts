@@ -173,7 +173,8 @@ function pkiFiles(req: NodeBootstrap, dir: string): PkiFile[] {
  *   (certificateKey when given);
  * - worker: JoinConfiguration with `discovery.bootstrapToken` {token,
  *   apiServerEndpoint, caCertHashes}.
- * `nodeRegistration.name` is `options.nodeName`, else `metadata.name` (a node name read
+ * `nodeRegistration.name` is `options.nodeName`, else `metadata.name`, or none with
+ * `spec.nodeName.fromHostname` (kubeadm then takes the hostname; a node name read
  * from metadata at boot, `spec.nodeName.fromMetadata`, is given by the caller as the
  * format writes it); `spec.kubeadm.*Configuration` merges
  * over the generated documents (user wins); `spec.kubeadm.verbosity` adds `--v=N`.
@@ -192,7 +193,8 @@ export function buildKubeadm(req: NodeBootstrap, options: { nodeName?: string; r
   const { cluster } = spec;
   const problems: FieldProblem[] = [];
   const warnings: string[] = [];
-  const nodeRegistration = { name: options.nodeName ?? metadata.name };
+  // `spec.nodeName.fromHostname`: kubeadm's own default, the machine's hostname.
+  const nodeRegistration: { name?: string } = spec.nodeName?.fromHostname ? {} : { name: options.nodeName ?? metadata.name };
   const documents: Doc[] = [];
   let certificatesDir = DEFAULT_CERTIFICATES_DIR;
   const argv = ['kubeadm', spec.role === 'init' ? 'init' : 'join'];

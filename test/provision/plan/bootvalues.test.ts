@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { load } from 'js-yaml';
+import { load, loadAll } from 'js-yaml';
 import { renderNodeBootstrap } from '../../../src/render.js';
 import { validateNodeBootstrap } from '../../../src/request/parse.js';
 import { ignitionFiles } from '../../support/decode.js';
@@ -28,6 +28,21 @@ describe('boot-time values of native requests', () => {
     const body = renderNodeBootstrap(validateNodeBootstrap(worker({ kubeadm: { joinConfiguration: { nodeRegistration: { kubeletExtraArgs: { 'node-labels': 'tmpl={{x}}' } } } }, provisioning: { preKubeadmCommands: ['echo {{ v1.instance_id }}'] } }))).body;
     assert.ok(body.startsWith('#cloud-config\n'));
     assert.deepEqual((load(body) as { runcmd: string[] }).runcmd[0], 'echo {{ v1.instance_id }}');
+  });
+
+  it('spec.nodeName.fromHostname: no nodeRegistration.name in either format (kubeadm takes the hostname); one way only', () => {
+    const req = validateNodeBootstrap(worker({ nodeName: { fromHostname: true } }));
+    const cloudConfig = renderNodeBootstrap(req).body;
+    const kubeadm = (load(cloudConfig) as { write_files: { path: string; content: string }[] }).write_files.find((f) => /kubeadm/.test(f.path) && f.content.includes('JoinConfiguration'))!.content;
+    const joinDoc = (loadAll(kubeadm) as Doc[]).find((d) => d.kind === 'JoinConfiguration')!;
+    assert.equal((joinDoc.nodeRegistration as Doc).name, undefined);
+    const named = renderNodeBootstrap(validateNodeBootstrap(worker())).body;
+    assert.match(named, /^ {8}name: /m, 'without it the node is named metadata.name');
+    const ignition = JSON.parse(renderNodeBootstrap(req, { format: 'ignition' }).body) as Parameters<typeof ignitionFiles>[0];
+    const text = [...ignitionFiles(ignition).values()].map((b) => b.toString('utf8')).find((t) => t.includes('kind: JoinConfiguration'))!;
+    assert.doesNotMatch(text.slice(text.indexOf('nodeRegistration:')), /^ {2}name: /m);
+    const both = problemsOf(() => validateNodeBootstrap(worker({ nodeName: { fromHostname: true, fromMetadata: { instanceData: 'v1.local_hostname' } } })));
+    assert.deepEqual(both.map((p) => p.path), ['spec.nodeName']);
   });
 
   it('spec.nodeName.fromMetadata: Ignition needs a variable, named at its field', () => {
