@@ -54,3 +54,30 @@ export function setConditions(current: readonly Condition[] | undefined, updates
   }
   return [...byType.values()].sort((a, b) => a.type.localeCompare(b.type));
 }
+
+/** A Cluster API v1beta1 condition (`status.deprecated.v1beta1.conditions[]`). */
+export interface V1beta1Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  severity?: 'Error' | 'Warning' | 'Info';
+  lastTransitionTime: string;
+  reason?: string;
+  message?: string;
+}
+
+/**
+ * The v1beta1 conditions CABPK still writes beside the v1beta2 ones
+ * (`status.deprecated.v1beta1.conditions`: `Ready`, `CertificatesAvailable`,
+ * `DataSecretAvailable`), for clients that read KubeadmConfigs as v1beta1: a True
+ * condition has only its type, status and time; a False one its reason, message and a
+ * severity (`Error` for a config that cannot render, `Warning` while it waits).
+ */
+export function v1beta1Conditions(conditions: readonly Condition[]): V1beta1Condition[] {
+  return conditions
+    .filter((c) => c.type === READY || c.type === DATA_SECRET_AVAILABLE || c.type === CERTIFICATES_AVAILABLE)
+    .map((c) => {
+      if (c.status === 'True') return { type: c.type, status: c.status, lastTransitionTime: c.lastTransitionTime };
+      const severity = c.message?.includes('cannot render') ? 'Error' : 'Warning';
+      return { type: c.type, status: c.status, severity, lastTransitionTime: c.lastTransitionTime, reason: c.reason, ...(c.message ? { message: c.message } : {}) };
+    });
+}

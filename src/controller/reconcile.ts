@@ -60,7 +60,7 @@ import {
   WATCH_FILTER_LABEL,
 } from './capi.js';
 import { readClusterCertificates } from './certificates.js';
-import { CERTIFICATES_AVAILABLE, type ConditionInput, DATA_SECRET_AVAILABLE, PAUSED, REASON, setConditions } from './conditions.js';
+import { CERTIFICATES_AVAILABLE, type ConditionInput, DATA_SECRET_AVAILABLE, PAUSED, REASON, setConditions, v1beta1Conditions } from './conditions.js';
 import { type EventRecorder } from './events.js';
 import { apiErrorText, isConflict, Kube, type KubeObject } from './kube.js';
 import { acquireInitLock, releaseInitLock } from './lock.js';
@@ -394,7 +394,7 @@ export class Reconciler {
   private async writeStatus(config: KubeadmConfig, draft: StatusDraft, summarise = true): Promise<void> {
     const generation = config.metadata.generation;
     const conditions = setConditions(config.status?.conditions, draft.conditions, generation, new Date(), summarise);
-    const status: Record<string, unknown> = { conditions };
+    const status: Record<string, unknown> = { conditions, deprecated: { v1beta1: { conditions: v1beta1Conditions(conditions) } } };
     if (draft.dataSecretName) Object.assign(status, { dataSecretName: draft.dataSecretName, initialization: { dataSecretCreated: true } });
     if (draft.complete && generation !== undefined) status.observedGeneration = generation;
     try {
@@ -414,9 +414,9 @@ function available(): ConditionInput[] {
   ];
 }
 
-/** A controller ownerReference to the config. */
+/** A controller ownerReference to the config, as CABPK writes it (no `blockOwnerDeletion`). */
 function controllerRef(config: KubeadmConfig) {
-  return { apiVersion: BOOTSTRAP_API, kind: 'KubeadmConfig', name: config.metadata.name, uid: config.metadata.uid!, controller: true, blockOwnerDeletion: true };
+  return { apiVersion: BOOTSTRAP_API, kind: 'KubeadmConfig', name: config.metadata.name, uid: config.metadata.uid!, controller: true };
 }
 
 /** `namespace/name` of an object, for logs. */

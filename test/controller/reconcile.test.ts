@@ -113,7 +113,7 @@ describe('the KubeadmConfig reconciler on a real API server', { skip, timeout: 3
     const secret = (await dataSecret(initName))!;
     assert.equal(secret.type, 'cluster.x-k8s.io/secret');
     assert.equal((secret.metadata.labels as Record<string, string>)['cluster.x-k8s.io/cluster-name'], 'prod');
-    assert.deepEqual(secret.metadata.ownerReferences, [{ apiVersion: BOOT, kind: 'KubeadmConfig', name: initName, uid: initConfig.metadata.uid, controller: true, blockOwnerDeletion: true }]);
+    assert.deepEqual(secret.metadata.ownerReferences, [{ apiVersion: BOOT, kind: 'KubeadmConfig', name: initName, uid: initConfig.metadata.uid, controller: true }]);
     assert.deepEqual(Object.keys(secret.data).sort(), ['format', 'value']);
     assert.equal(decoded(secret, 'format'), 'cloud-config');
     const initData = decoded(secret, 'value');
@@ -128,6 +128,9 @@ describe('the KubeadmConfig reconciler on a real API server', { skip, timeout: 3
     assert.equal(initConfig.status.initialization?.dataSecretCreated, true);
     assert.equal(initConfig.status.observedGeneration, initConfig.metadata.generation);
     const ready = condition(initConfig, 'Ready')!;
+    // And the v1beta1 conditions CABPK writes beside them, for v1beta1 clients.
+    const v1beta1 = (initConfig.status as { deprecated?: { v1beta1?: { conditions?: { type: string; status: string }[] } } }).deprecated?.v1beta1?.conditions;
+    assert.deepEqual(v1beta1?.map((c) => `${c.type}=${c.status}`), ['CertificatesAvailable=True', 'DataSecretAvailable=True', 'Ready=True']);
     assert.equal(ready.status, 'True');
     assert.equal(ready.observedGeneration, initConfig.metadata.generation);
     for (const n of names.filter((x) => x !== initName)) assert.equal(condition(await config(n), 'Ready')?.status, 'False');

@@ -109,7 +109,6 @@ describe('clusterctl release assets', () => {
     const rules = (kind: string) => (objects.find((o) => o.kind === kind) as unknown as { rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[] }).rules;
     const flat = (r: ReturnType<typeof rules>) => r.flatMap((x) => x.apiGroups.flatMap((g) => x.resources.flatMap((res) => x.verbs.map((v) => `${g || 'core'}/${res}:${v}`)))).sort();
     assert.deepEqual(flat(rules('ClusterRole')), [
-      'bootstrap.cluster.x-k8s.io/kubeadmconfigs/finalizers:update',
       'bootstrap.cluster.x-k8s.io/kubeadmconfigs/status:patch',
       'bootstrap.cluster.x-k8s.io/kubeadmconfigs:get',
       'bootstrap.cluster.x-k8s.io/kubeadmconfigs:list',
