@@ -44,7 +44,7 @@ export class WorkQueue {
 
   /**
    * @param work the reconcile of one key
-   * @param workers how many keys are processed at once (CABPK's `--kubeadmconfig-concurrency` default: 10)
+   * @param workers how many keys are processed at once (`--kubeadmconfig-concurrency`; CABPK's default is 100, bootwright's 10: renders share one event loop)
    */
   constructor(
     private readonly work: Work,
