@@ -316,7 +316,7 @@ export const nodeNameSchema = z
       .optional(),
     fromHostname: z.literal(true).optional(),
   })
-  .refine((n) => (n.fromMetadata === undefined) !== (n.fromHostname === undefined), { message: 'must have exactly one of fromMetadata and fromHostname' });
+  .refine((n) => (n.fromMetadata === undefined) !== (n.fromHostname === undefined), { error: 'must have exactly one of fromMetadata and fromHostname' });
 
 export const ROLES = ['init', 'control-plane', 'worker'] as const;
 export type Role = (typeof ROLES)[number];

@@ -33,7 +33,7 @@ describe('boot-time values of native requests', () => {
   it('spec.nodeName.fromHostname: no nodeRegistration.name in either format (kubeadm takes the hostname); one way only', () => {
     const req = validateNodeBootstrap(worker({ nodeName: { fromHostname: true } }));
     const cloudConfig = renderNodeBootstrap(req).body;
-    const kubeadm = (load(cloudConfig) as { write_files: { path: string; content: string }[] }).write_files.find((f) => /kubeadm/.test(f.path) && f.content.includes('JoinConfiguration'))!.content;
+    const kubeadm = (load(cloudConfig) as { write_files: { path: string; content: string }[] }).write_files.find((f) => f.path.includes('kubeadm') && f.content.includes('JoinConfiguration'))!.content;
     const joinDoc = (loadAll(kubeadm) as Doc[]).find((d) => d.kind === 'JoinConfiguration')!;
     assert.equal((joinDoc.nodeRegistration as Doc).name, undefined);
     const named = renderNodeBootstrap(validateNodeBootstrap(worker())).body;
