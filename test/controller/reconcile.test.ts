@@ -22,7 +22,7 @@ import { workerTemplate } from '../support/capi.js';
 import { type ControlPlane, startControlPlane } from '../support/controlplane.js';
 import { cloudConfigFiles, ignitionFiles } from '../support/decode.js';
 import { missingDependency } from '../support/missing.js';
-import { BOOT, CapiFixtures, type Config, CORE, get, haveCapiCrds, installCapiCrds, mergePatch, remove } from '../support/management.js';
+import { BOOT, CapiFixtures, type Config, CORE, create, get, haveCapiCrds, installCapiCrds, mergePatch, ownerRef, remove } from '../support/management.js';
 import { example } from '../support/requests.js';
 import { referenceTool } from '../support/tools.js';
 import { validateCloudConfigSchema, validateIgnitionSchema } from '../support/validators.js';
@@ -208,6 +208,49 @@ describe('the KubeadmConfig reconciler on a real API server', { skip, timeout: 3
     await sleep(2_200);
     assert.deepEqual(await reconciler({ tokenTtlMs: ttl }).reconcile('default', 'refresh-md-0-a'), {});
     assert.equal(await expiration(), second, 'a joined Machine’s token is not refreshed');
+  });
+
+  it("rotates a MachinePool's join token once a sixth of its life is gone: a new token, its Secret, new data", async () => {
+    await cluster('pool');
+    await clusterStatus('pool', { initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true } });
+    // As the MachinePool controller makes them: the pool, and its config cloned from the template.
+    const pool = await create(mgmt, CORE, 'machinepools', {
+      kind: 'MachinePool',
+      metadata: { name: 'pool-mp-0', namespace: 'default', labels: { 'cluster.x-k8s.io/cluster-name': 'pool' } },
+      spec: {
+        clusterName: 'pool',
+        replicas: 2,
+        template: {
+          spec: {
+            clusterName: 'pool',
+            version: 'v1.33.2',
+            bootstrap: { configRef: { apiGroup: 'bootstrap.cluster.x-k8s.io', kind: 'KubeadmConfig', name: 'pool-mp-0' } },
+            infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DockerMachinePool', name: 'pool-mp-0' },
+          },
+        },
+      },
+    });
+    await create(mgmt, BOOT, 'kubeadmconfigs', {
+      kind: 'KubeadmConfig',
+      metadata: { name: 'pool-mp-0', namespace: 'default', labels: { 'cluster.x-k8s.io/cluster-name': 'pool' }, ownerReferences: [ownerRef(pool)] },
+      spec: (workerTemplate('v1beta2') as { spec: { template: { spec: Record<string, unknown> } } }).spec.template.spec,
+    });
+    const ttl = 6_000;
+    const tokenOf = async () => ((await config('pool-mp-0')).spec.joinConfiguration as { discovery: { bootstrapToken: { token: string } } }).discovery.bootstrapToken.token;
+    const data = async () => decoded((await dataSecret('pool-mp-0'))!, 'value');
+    await reconciler({ tokenTtlMs: ttl }).reconcile('default', 'pool-mp-0');
+    const first = await tokenOf();
+    assert.ok((await data()).includes(first));
+    assert.equal(await reconciler({ tokenTtlMs: ttl }).reconcile('default', 'pool-mp-0').then(async () => tokenOf()), first, 'not yet: less than a sixth of the TTL is gone');
+    await sleep(1_200); // past a sixth of the TTL
+    const r = await reconciler({ tokenTtlMs: ttl }).reconcile('default', 'pool-mp-0');
+    assert.equal(r.requeueAfterMs, ttl / 3);
+    const second = await tokenOf();
+    assert.notEqual(second, first);
+    assert.ok((await data()).includes(second), "the pool's next nodes get the new token");
+    assert.ok(!(await data()).includes(first));
+    assert.ok((await tokenSecrets()).some((t) => t.metadata.name === tokenSecretName(second)), 'its Secret is in the workload cluster');
+    assert.equal(condition(await config('pool-mp-0'), 'Ready')?.status, 'True');
   });
 
   it('leaves a paused cluster untouched but for the Paused condition', async () => {
