@@ -15,7 +15,9 @@
  *    TTL/3), rotate a MachinePool's;
  * 6. control plane not initialised: workers and joining control-plane Machines wait
  *    (30 s); the first control-plane Machine with an init or cluster configuration takes
- *    the init lock ({@link acquireInitLock}) and gets `kubeadm init`;
+ *    the init lock ({@link acquireInitLock}) and gets `kubeadm init` (generating the
+ *    cluster's certificate authorities first when the Cluster has no control plane
+ *    provider, src/controller/generate.ts);
  * 7. otherwise the lock is released and the Machine joins: its token (created in the
  *    workload cluster through `<cluster>-kubeconfig`, written back into the config's
  *    `joinConfiguration.discovery.bootstrapToken` before it exists, so a restart never
@@ -60,6 +62,7 @@ import {
   WATCH_FILTER_LABEL,
 } from './capi.js';
 import { readClusterCertificates } from './certificates.js';
+import { ENCRYPTION_ALGORITHMS, generateClusterCertificates } from './generate.js';
 import { CERTIFICATES_AVAILABLE, type ConditionInput, DATA_SECRET_AVAILABLE, PAUSED, REASON, setConditions, v1beta1Conditions } from './conditions.js';
 import { type EventRecorder } from './events.js';
 import { apiErrorText, isConflict, Kube, type KubeObject } from './kube.js';
@@ -179,7 +182,20 @@ export class Reconciler {
     }
     let stored = false;
     try {
-      const certs = await readClusterCertificates(this.kube, cluster, 'all');
+      let certs = await readClusterCertificates(this.kube, cluster, 'all');
+      if (certs.missing.length > 0 && cluster.spec.controlPlaneRef === undefined) {
+        // No control plane provider to make them: CABPK generates them, and so does bootwright.
+        const algorithm = (config.spec.clusterConfiguration as { encryptionAlgorithm?: string } | undefined)?.encryptionAlgorithm;
+        if (algorithm !== undefined && !ENCRYPTION_ALGORITHMS.includes(algorithm)) {
+          const message = `cannot generate the cluster certificates: spec.clusterConfiguration.encryptionAlgorithm: must be one of ${ENCRYPTION_ALGORITHMS.join(', ')}`;
+          draft.conditions.push({ type: CERTIFICATES_AVAILABLE, status: 'False', reason: REASON.notAvailable, message });
+          await this.events.record(config, 'Warning', 'CertificatesGenerationFailed', message);
+          return {};
+        }
+        const made = await generateClusterCertificates(this.kube, cluster, config, certs.missing);
+        if (made.length > 0) await this.events.record(config, 'Normal', 'CertificatesGenerated', `generated ${made.join(', ')}: the Cluster has no control plane provider`);
+        certs = await readClusterCertificates(this.kube, cluster, 'all');
+      }
       if (certs.missing.length > 0) {
         draft.conditions.push({ type: CERTIFICATES_AVAILABLE, status: 'False', reason: REASON.notAvailable, message: `Waiting for the Secrets ${certs.missing.join(', ')}` });
         return { requeueAfterMs: SHORT_WAIT_MS };

@@ -9,6 +9,7 @@
  * restart, an unrenderable config; the data passes the real validators.
  */
 import assert from 'node:assert/strict';
+import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -251,6 +252,36 @@ describe('the KubeadmConfig reconciler on a real API server', { skip, timeout: 3
     assert.ok(!(await data()).includes(first));
     assert.ok((await tokenSecrets()).some((t) => t.metadata.name === tokenSecretName(second)), 'its Secret is in the workload cluster');
     assert.equal(condition(await config('pool-mp-0'), 'Ready')?.status, 'True');
+  });
+
+  it('generates the certificate authorities of a Cluster without a control plane provider, as CABPK does, and joins with them', async () => {
+    await fixtures().cluster('standalone', {}, {}, true);
+    await clusterStatus('standalone', { initialization: { infrastructureProvisioned: true } });
+    const { config: initCfg } = await machine('standalone', 'standalone-cp-a', 'control-plane');
+    await reconciler().reconcile('default', 'standalone-cp-a');
+    const made = await Promise.all(['ca', 'etcd', 'proxy', 'sa'].map(async (s) => (await get(mgmt, 'v1', 'secrets', 'default', `standalone-${s}`)) as (Obj & { type: string; data: Record<string, string> }) | undefined));
+    for (const secret of made) {
+      assert.ok(secret, 'generated');
+      assert.equal(secret.type, 'cluster.x-k8s.io/secret');
+      assert.deepEqual(secret.metadata.labels, { 'cluster.x-k8s.io/cluster-name': 'standalone' });
+      assert.deepEqual(secret.metadata.ownerReferences, [{ apiVersion: BOOT, kind: 'KubeadmConfig', name: 'standalone-cp-a', uid: initCfg.metadata.uid, controller: true }]);
+      assert.deepEqual(Object.keys(secret.data).sort(), ['tls.crt', 'tls.key']);
+    }
+    const ca = new X509Certificate(decoded(made[0]!, 'tls.crt'));
+    assert.equal(ca.subject, 'CN=kubernetes');
+    assert.ok(ca.ca);
+    assert.ok(ca.checkPrivateKey(createPrivateKey(decoded(made[0]!, 'tls.key'))));
+    const init = decoded((await dataSecret('standalone-cp-a'))!, 'value');
+    assert.equal(cloudConfigFiles(init).get('/etc/kubernetes/pki/ca.crt')?.toString('utf8'), decoded(made[0]!, 'tls.crt'), 'init carries the generated CA');
+    assert.equal(condition(await config('standalone-cp-a'), 'CertificatesAvailable')?.status, 'True');
+
+    // A worker then joins pinned to the generated CA.
+    await clusterStatus('standalone', { initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true } });
+    await machine('standalone', 'standalone-md-0-a', 'worker');
+    await reconciler().reconcile('default', 'standalone-md-0-a');
+    const hash = `sha256:${createHash('sha256').update(ca.publicKey.export({ type: 'spki', format: 'der' })).digest('hex')}`;
+    const join = ((await config('standalone-md-0-a')).spec.joinConfiguration as { discovery: { bootstrapToken: { caCertHashes: string[] } } }).discovery.bootstrapToken;
+    assert.deepEqual(join.caCertHashes, [hash]);
   });
 
   it('leaves a paused cluster untouched but for the Paused condition', async () => {

@@ -150,10 +150,12 @@ export class CapiFixtures {
   /**
    * A Cluster with its KubeadmControlPlane (`<name>-control-plane`, the quick start's, at
    * v1.33.2: CABPK reads its version for `contentFormat: Template` files), certificate
-   * Secrets and `<name>-kubeconfig` (the workload cluster's admin).
+   * Secrets and `<name>-kubeconfig` (the workload cluster's admin). `standalone`: no
+   * control plane provider (no `controlPlaneRef`, no KubeadmControlPlane, no certificate
+   * Secrets: the bootstrap provider makes them), as with standalone control-plane Machines.
    */
-  async cluster(name: string, spec: Record<string, unknown> = {}, labels: Record<string, string> = {}): Promise<Obj> {
-    await create(this.mgmt, 'controlplane.cluster.x-k8s.io/v1beta2', 'kubeadmcontrolplanes', {
+  async cluster(name: string, spec: Record<string, unknown> = {}, labels: Record<string, string> = {}, standalone = false): Promise<Obj> {
+    if (!standalone) await create(this.mgmt, 'controlplane.cluster.x-k8s.io/v1beta2', 'kubeadmcontrolplanes', {
       kind: 'KubeadmControlPlane',
       metadata: { name: `${name}-control-plane`, namespace: 'default', labels: { 'cluster.x-k8s.io/cluster-name': name, ...labels } },
       spec: {
@@ -169,12 +171,12 @@ export class CapiFixtures {
       spec: {
         controlPlaneEndpoint: { host: '192.0.2.10', port: 6443 },
         clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] }, services: { cidrBlocks: ['10.96.0.0/12'] }, serviceDomain: 'cluster.local' },
-        controlPlaneRef: { apiGroup: 'controlplane.cluster.x-k8s.io', kind: 'KubeadmControlPlane', name: `${name}-control-plane` },
+        ...(standalone ? {} : { controlPlaneRef: { apiGroup: 'controlplane.cluster.x-k8s.io', kind: 'KubeadmControlPlane', name: `${name}-control-plane` } }),
         infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DockerCluster', name },
         ...spec,
       },
     });
-    await createCertificateSecrets(this.mgmt, name, PKI, c);
+    if (!standalone) await createCertificateSecrets(this.mgmt, name, PKI, c);
     await create(this.mgmt, 'v1', 'secrets', clusterSecret(`${name}-kubeconfig`, name, { value: this.workload.kubeconfig }, c));
     return c;
   }
