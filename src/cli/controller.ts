@@ -6,12 +6,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
-import { Kube } from '../controller/kube.js';
-import { LEADER_ELECTION_DEFAULTS } from '../controller/leader.js';
-import { portOf } from '../controller/metrics.js';
-import { DEFAULT_LEASE_NAME, startController, type ControllerOptions } from '../controller/run.js';
+import { DEFAULT_LEASE_NAME, LEADER_ELECTION_DEFAULTS } from '../controller/defaults.js';
+import type { ControllerOptions } from '../controller/run.js';
 import { EXIT, UsageError, type Command, type Parsed } from './commands.js';
 
 /** `bootwright controller`. */
@@ -120,7 +118,8 @@ export function controllerOptions(parsed: Parsed): ControllerOptions {
 }
 
 /** The management cluster's kubeconfig: the flag's file, else client-node's default search. @throws UsageError */
-function loadKubeconfig(file: string | undefined): KubeConfig {
+async function loadKubeconfig(file: string | undefined): Promise<KubeConfig> {
+  const { KubeConfig } = await import('@kubernetes/client-node');
   const config = new KubeConfig();
   try {
     if (file !== undefined) config.loadFromFile(file);
@@ -141,7 +140,9 @@ function loadKubeconfig(file: string | undefined): KubeConfig {
  */
 export async function runController(parsed: Parsed, err: NodeJS.WritableStream): Promise<number> {
   const options = controllerOptions(parsed);
-  const kube = new Kube(loadKubeconfig(parsed.values.kubeconfig as string | undefined));
+  // Loaded here, not with the command table: the other commands never load the Kubernetes client.
+  const [{ Kube }, { startController }, { portOf }] = await Promise.all([import('../controller/kube.js'), import('../controller/run.js'), import('../controller/metrics.js')]);
+  const kube = new Kube(await loadKubeconfig(parsed.values.kubeconfig as string | undefined));
   const log = pino({ name: 'bootwright-controller' });
   let running;
   try {

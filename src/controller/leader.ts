@@ -43,8 +43,6 @@ export interface LeaderElectionOptions {
   retryPeriodMs: number;
 }
 
-/** controller-runtime's defaults. */
-export const LEADER_ELECTION_DEFAULTS = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 } as const;
 
 const LEASE_API = 'coordination.k8s.io/v1';
 /** MicroTime as the API server writes it: RFC 3339 with six fractional digits. */

@@ -6,6 +6,7 @@
  */
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
+import { DEFAULT_LEASE_NAME } from './defaults.js';
 import { EventRecorder } from './events.js';
 import { apiErrorText, type Kube } from './kube.js';
 import { LeaderElector, type LeaderElectionOptions } from './leader.js';
@@ -32,8 +33,6 @@ export interface RunningController {
   stop(): Promise<void>;
 }
 
-/** The Lease name when `--leader-elect` is on and none is given (CABPK's is `kubeadm-bootstrap-manager-leader-election-capi`). */
-export const DEFAULT_LEASE_NAME = 'bootwright-controller-leader-election';
 
 /**
  * Start the controller against the management cluster `kube`.
