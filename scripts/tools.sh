@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the reference tools the tests check bootwright's output against -- kubeadm,
 # kube-apiserver, etcd, ignition, ignition-validate, butane, the kubeadm of older minors
-# kubeadm-1.N, Cluster API's kubeadm bootstrap provider kubeadm-bootstrap-manager (from
+# kubeadm-1.N, Cluster API's kubeadm bootstrap provider kubeadm-bootstrap-manager and core
+# cluster-api-manager (from
 # the Go module proxy, at the versions pinned by the Go modules in
 # tools/reference/) and schemathesis (from PyPI, at
 # tools/reference/schemathesis/requirements.txt) -- into a cache outside the repository:
@@ -70,7 +71,7 @@ for d in "$REF"/kubeadm-1.*/; do
   ((n < KUBE_MINOR)) || ON_REQUEST+=("$g")
 done
 mapfile -t KUBEADM_TOOLS < <(printf '%s\n' "${KUBEADM_TOOLS[@]}" | sort -t. -k2,2n)
-ALL_TOOLS=(kubeadm "${KUBEADM_TOOLS[@]}" kube-apiserver etcd kubeadm-bootstrap-manager ignition-validate ignition butane schemathesis)
+ALL_TOOLS=(kubeadm "${KUBEADM_TOOLS[@]}" kube-apiserver etcd kubeadm-bootstrap-manager cluster-api-manager ignition-validate ignition butane schemathesis)
 DEFAULT_TOOLS=()
 for t in "${ALL_TOOLS[@]}"; do
   [[ " ${ON_REQUEST[*]} " == *" $t "* ]] || DEFAULT_TOOLS+=("$t")
@@ -108,6 +109,11 @@ tool_params() {
       # Cluster API's Makefile (manager-kubeadm-bootstrap): CGO_ENABLED=0, -trimpath,
       # version -X flags from hack/version.sh; the binary is named as the Makefile names it.
       group=cluster-api pkg=sigs.k8s.io/cluster-api/bootstrap/kubeadm cgo=0 buildmode='' tags=
+      ldflags_base='' ldflags_kind=capi version_args=(--help) ;;
+    cluster-api-manager)
+      # The same, for Cluster API's core manager (manager-core; the Machine, Cluster,
+      # MachineSet and MachineDeployment controllers).
+      group=cluster-api pkg=sigs.k8s.io/cluster-api/core cgo=0 buildmode='' tags=
       ldflags_base='' ldflags_kind=capi version_args=(--help) ;;
     ignition)
       # ./build: CGO_ENABLED=1 (libblkid), -buildmode=pie, version.Raw = git describe.

@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type ControlPlane, freePort } from './controlplane.js';
 import { referenceTool } from './tools.js';
 
-/** A running CABPK. */
+/** A running Cluster API manager. */
 export interface Cabpk {
   /** Its field manager: the name every write it makes is recorded under (`managedFields[].manager`). */
   manager: string;
@@ -30,9 +30,22 @@ export interface Cabpk {
  * @param flags more flags (`--watch-filter=kubeadm`, `--bootstrap-token-ttl=30s`)
  * @throws when the manager is not built, or is not ready within 60 s (with its log)
  */
-export async function startCabpk(mgmt: ControlPlane, flags: string[]): Promise<Cabpk> {
-  const binary = referenceTool('kubeadm-bootstrap-manager');
-  if (!binary) throw new Error('kubeadm-bootstrap-manager is not built (scripts/tools.sh kubeadm-bootstrap-manager)');
+export function startCabpk(mgmt: ControlPlane, flags: string[]): Promise<Cabpk> {
+  return startManager('kubeadm-bootstrap-manager', mgmt, flags);
+}
+
+/**
+ * Start Cluster API's core manager (`cluster-api-manager`: the Cluster, Machine,
+ * MachineSet, MachineDeployment and MachinePool controllers) against `mgmt`, the same way.
+ */
+export function startCoreManager(mgmt: ControlPlane, flags: string[]): Promise<Cabpk> {
+  return startManager('cluster-api-manager', mgmt, flags);
+}
+
+/** A Cluster API manager binary, as its Deployment runs it but on loopback ports; its field manager is the binary's name. */
+async function startManager(name: 'kubeadm-bootstrap-manager' | 'cluster-api-manager', mgmt: ControlPlane, flags: string[]): Promise<Cabpk> {
+  const binary = referenceTool(name);
+  if (!binary) throw new Error(`${name} is not built (scripts/tools.sh ${name})`);
   const dir = mkdtempSync(path.join(tmpdir(), 'bw-cabpk-'));
   writeFileSync(path.join(dir, 'kubeconfig'), mgmt.kubeconfig, { mode: 0o600 });
   execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', path.join(dir, 'tls.key'), '-out', path.join(dir, 'tls.crt'), '-subj', '/CN=localhost', '-days', '1'], { stdio: 'ignore' });
@@ -60,9 +73,9 @@ export async function startCabpk(mgmt: ControlPlane, flags: string[]): Promise<C
     if (ok) break;
     if (child.exitCode !== null || Date.now() > deadline) {
       await stop();
-      throw new Error(`CABPK did not become ready:\n${log.slice(-4000)}`);
+      throw new Error(`${name} did not become ready:\n${log.slice(-4000)}`);
     }
     await sleep(200);
   }
-  return { manager: 'kubeadm-bootstrap-manager', logs: () => log, stop };
+  return { manager: name, logs: () => log, stop };
 }

@@ -32,7 +32,7 @@ import path from 'node:path';
 import { missingDependency } from './missing.js';
 
 /** The tools `scripts/tools.sh` builds. */
-export const REFERENCE_TOOLS = ['kubeadm', 'kube-apiserver', 'etcd', 'kubeadm-bootstrap-manager', 'ignition-validate', 'ignition', 'butane', 'schemathesis'] as const;
+export const REFERENCE_TOOLS = ['kubeadm', 'kube-apiserver', 'etcd', 'kubeadm-bootstrap-manager', 'cluster-api-manager', 'ignition-validate', 'ignition', 'butane', 'schemathesis'] as const;
 
 /** The kubeadm of one minor, `kubeadm-1.N` (which of them are pinned: {@link kubeadmTools}). */
 export type KubeadmToolName = `kubeadm-1.${number}`;
