@@ -27,6 +27,11 @@ before(async () => {
   mkdirSync(join(assets, 'flatcar'), { recursive: true });
   writeFileSync(join(assets, 'flatcar', 'flatcar_production_pxe.vmlinuz'), KERNEL);
   writeFileSync(join(assets, '.secret'), 'dotfile');
+  // Files a browser would run on the service's origin, if served as their types.
+  writeFileSync(join(assets, 'page.html'), '<!doctype html><script>document.title = "ran"</script>');
+  writeFileSync(join(assets, 'image.svg'), '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
+  writeFileSync(join(assets, 'notes.txt'), 'plain text\n');
+  symlinkSync(join(assets, 'flatcar', 'flatcar_production_pxe.vmlinuz'), join(assets, 'current.vmlinuz'));
   writeFileSync(join(root, 'outside.txt'), 'outside the assets directory');
   symlinkSync(join(root, 'outside.txt'), join(assets, 'escape'));
   svc = await testService({ assetsDir: assets });
@@ -86,6 +91,32 @@ describe('GET /assets/*', () => {
       const text = await res.text();
       assert.doesNotMatch(text, /outside the assets directory|dotfile|"name": "bootwright"/, path);
     }
+  });
+
+  it('nothing in the directory runs on the service\'s origin: nosniff, a sandboxing CSP, attachment, and no active type', async () => {
+    for (const [path, type] of [
+      ['/assets/page.html', 'application/octet-stream'],
+      ['/assets/image.svg', 'application/octet-stream'],
+      ['/assets/notes.txt', 'text/plain; charset=utf-8'],
+      [KPATH, 'application/octet-stream'],
+    ] as const) {
+      const res = await fetch(`${base}${path}`);
+      assert.equal(res.status, 200, path);
+      assert.equal(res.headers.get('content-type'), type, path);
+      assert.equal(res.headers.get('x-content-type-options'), 'nosniff', path);
+      assert.equal(res.headers.get('content-security-policy'), "sandbox; default-src 'none'", path);
+      assert.equal(res.headers.get('content-disposition'), 'attachment', path);
+      await res.arrayBuffer();
+    }
+  });
+
+  it('follows a symlink that stays in the directory, never one that leaves it', async () => {
+    const inside = await fetch(`${base}/assets/current.vmlinuz`);
+    assert.equal(inside.status, 200);
+    assert.ok(Buffer.from(await inside.arrayBuffer()).equals(KERNEL));
+    const outside = await fetch(`${base}/assets/escape`);
+    assert.equal(outside.status, 404);
+    assert.doesNotMatch(await outside.text(), /outside the assets directory/);
   });
 
   it('without BOOTWRIGHT_ASSETS_DIR there is no /assets route; a missing directory is refused at start, naming the variable', async () => {
