@@ -24,6 +24,30 @@ export interface UrlSigning {
   baseUrl(request: FastifyRequest): string;
 }
 
+/** One DNS label (RFC 1123 §2.1): letters, digits and inner hyphens, 1 to 63 characters. */
+const LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
+/** `host[:port]`: a DNS name, an IPv4 address or a bracketed IPv6 address (RFC 9110 §7.2, RFC 3986 §3.2.2), and a port. */
+const HOST_HEADER = new RegExp(`^(?:${LABEL}(?:\\.${LABEL})*\\.?|\\[[0-9A-Fa-f:.]+\\])(?::(\\d{1,5}))?$`);
+
+/**
+ * Whether a Host header can go into the URLs bootwright hands out (iPXE scripts, kernel
+ * command lines, NoCloud seeds, Ignition pointers): a DNS name of at most 253 characters,
+ * an IPv4 address or a bracketed IPv6 address that parses, and a port up to 65535.
+ * Anything else (`a;b`, white space, quotes, `_`) would change what those carry.
+ */
+export function isHostHeader(host: string): boolean {
+  const m = HOST_HEADER.exec(host);
+  if (!m || (m[1] !== undefined && Number(m[1]) > 65535)) return false;
+  const name = host.replace(/:\d+$/, '');
+  if (!name.startsWith('[')) return name.length <= 253;
+  try {
+    new URL(`http://${name}`); // an IPv6 address WHATWG's parser takes
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The signing settings for a configuration. A configured key is decoded at once (a bad
  * one fails the start); the key file is read or written on first use only, so building
@@ -38,16 +62,8 @@ export function urlSigning(config: Config): UrlSigning {
     lifetimeSeconds: config.signedUrlSeconds,
     baseUrl(request) {
       if (config.publicUrl !== undefined) return config.publicUrl;
-      const base = `${request.protocol}://${request.host}`;
-      let ok: boolean;
-      try {
-        const u = new URL(base);
-        ok = u.username === '' && u.password === '' && u.pathname === '/' && u.search === '' && u.hash === '';
-      } catch {
-        ok = false;
-      }
-      if (!ok || request.host === '') throw new RequestError([{ path: 'headers.host', message: 'the Host header does not name a host; set publicUrl (BOOTWRIGHT_PUBLIC_URL)' }], 400);
-      return base;
+      if (!isHostHeader(request.host)) throw new RequestError([{ path: 'headers.host', message: 'the Host header does not name a host; set publicUrl (BOOTWRIGHT_PUBLIC_URL)' }], 400);
+      return `${request.protocol}://${request.host}`;
     },
   };
 }

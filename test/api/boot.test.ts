@@ -105,6 +105,23 @@ after(async () => {
 });
 
 describe('boot scripts', () => {
+  it('a Host that is no host name or address is a 400 naming headers.host, for every format (never a 500)', async () => {
+    // m1 boots Ignition, m2 cloud-config (whose NoCloud seed a ";" would split).
+    for (const mac of ['52-54-00-ab-cd-01', '52-54-00-ab-cd-02']) {
+      for (const host of ['a;b', 'a b', 'a"b', "a'b", 'exa_mple.com', 'a..b', '-a.example', `${'a'.repeat(64)}.example`, 'a:99999', '[zz::1]', 'host:8080:1']) {
+        const res = await http().get(`/ipxe?mac=${mac}`).set('host', host);
+        assert.equal(res.status, 400, `${host}: ${res.status} ${res.text}`);
+        assert.match(res.headers['content-type'] ?? '', /^application\/problem\+json/);
+        assert.deepEqual((JSON.parse(res.text) as { errors: { path: string }[] }).errors.map((e) => e.path), ['headers.host'], host);
+      }
+      for (const host of ['bootwright.example.com:8080', '192.0.2.5', '[2001:db8::5]:8080', 'pxe']) {
+        const res = await http().get(`/ipxe?mac=${mac}`).set('host', host);
+        assert.equal(res.status, 200, `${host}: ${res.text}`);
+        assertUrlsParse(res.text);
+      }
+    }
+  });
+
   it('/boot.ipxe is a #!ipxe script whose URLs parse, chaining /ipxe, with no token', async () => {
     const res = await http().get('/boot.ipxe');
     assert.equal(res.status, 200, res.text);

@@ -48,7 +48,7 @@ import { askedIgnitionVersion, type DeliveryQuery } from '../render-plan.js';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import { type ServiceContext } from '../context.js';
 import { sendProblem, storageUnavailable } from '../replies.js';
-import { reportUrlFor } from '../signing.js';
+import { isHostHeader, reportUrlFor } from '../signing.js';
 import { UnauthenticatedWrites } from '../unauthenticated.js';
 import { isEncrypted } from '../plain.js';
 import { assembledRequest, machineParts, noteTolerated, storedLevels } from './bootstrap.js';
@@ -212,12 +212,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
    */
   const plainBase = (request: FastifyRequest): string | undefined => {
     if (!ctx.https || isEncrypted(request.raw.socket)) return undefined;
-    const base = `http://${request.host}`;
-    try {
-      if (request.host !== '' && new URL(base).pathname === '/') return base;
-    } catch {
-      // fall through
-    }
+    if (isHostHeader(request.host)) return `http://${request.host}`;
     throw new RequestError([{ path: 'headers.host', message: 'the Host header does not name a host' }], 400);
   };
 
