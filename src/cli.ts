@@ -37,6 +37,7 @@ import { CONTROLLER, runController } from './cli/controller.js';
 import { SERVE, runServe } from './cli/serve.js';
 import { APPLY, runApply } from './cli/inventory/apply.js';
 import { printRefusal, ServerRefusal, ServerUnavailable } from './cli/inventory/client.js';
+import { printable } from './cli/inventory/kinds.js';
 import { DELETE, runDelete } from './cli/inventory/delete.js';
 import { DESCRIBE, runDescribe } from './cli/inventory/describe.js';
 import { ENROLL, runEnroll } from './cli/inventory/enroll.js';
@@ -163,7 +164,8 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
       return EXIT.refused;
     }
     if (e instanceof ServerUnavailable) {
-      err.write(`error: ${e.message}\n`);
+      // It quotes the service's answer (its title and detail).
+      err.write(`error: ${printable(e.message)}\n`);
       return EXIT.unavailable;
     }
     if (e instanceof ConfigError) {

@@ -306,11 +306,17 @@ export function loadClientConfig(flags: { server?: string; token?: string; token
     throw new ConfigError(`${fromFlag ? '--server' : CLIENT_ENV.url}: must be an http:// or https:// URL`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${fromFlag ? '--server' : CLIENT_ENV.url}: must be an http:// or https:// URL`);
+  // The URL is printed in errors: it must hold no credentials (the token is the credential).
+  if (url.username !== '' || url.password !== '') throw new ConfigError(`${fromFlag ? '--server' : CLIENT_ENV.url}: must not carry a user name or password (give the token with --token or --token-file)`);
   const out: ClientConfig = { server: url.href.replace(/\/+$/, '') };
   const token = flags.token ?? (flags.tokenFile === undefined ? variable(CLIENT_ENV.token) : undefined);
   const tokenFile = flags.tokenFile ?? (token === undefined ? variable(CLIENT_ENV.tokenFile) : undefined);
   if (flags.token !== undefined && flags.tokenFile !== undefined) throw new ConfigError('--token and --token-file: give one of them');
-  if (token !== undefined) return { ...out, token };
+  if (token !== undefined) {
+    // A bearer token is visible ASCII (RFC 6750 §2.1); anything else would reach an HTTP header or an error message. Never echoed.
+    if (!/^[\x21-\x7e]+$/.test(token)) throw new ConfigError(`${flags.token !== undefined ? '--token' : CLIENT_ENV.token}: must be one token of visible ASCII characters, no white space or line breaks`);
+    return { ...out, token };
+  }
   if (tokenFile !== undefined) {
     const name = flags.tokenFile !== undefined ? '--token-file' : CLIENT_ENV.tokenFile;
     let text: string;

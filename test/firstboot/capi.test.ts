@@ -87,10 +87,14 @@ describe('first boot of a data Secret bootwright controller wrote', { skip, time
     files.set('vendor-data', '');
     const disk = await GuestDisk.create(image);
     try {
-      const result = await bootGuest(image, disk, ['ds=nocloud;s=http://10.0.2.100:8080/seed/'], (seed.address() as AddressInfo).port, BOOT_TIMEOUT_MS);
+      // The network NoCloud datasource, as /ipxe hands it to cloud-config machines (the
+      // guest's cloud-init 22.4 reads http seeds only as nocloud-net).
+      const result = await bootGuest(image, disk, ['ds=nocloud-net;s=http://10.0.2.100:8080/seed/'], (seed.address() as AddressInfo).port, BOOT_TIMEOUT_MS);
       const tail = result.console.slice(-6000);
       assert.equal(result.code, 0, `qemu exited ${String(result.code)}; console:\n${tail}`);
       assert.ok(disk.stat('/var/lib/bootwright-test/journal'), `the guest powered off without its capture unit; console:\n${tail}`);
+      const journal = () => (disk.read('/var/lib/bootwright-test/journal')?.toString('utf8') ?? '').split('\n').filter((l) => /warn|error|fail|traceback|cloud-init|kubeadm/i.test(l)).join('\n').slice(-8000);
+      assert.ok(disk.stat('/etc/sysctl.d/99-kubernetes.conf'), `the template's file is on the disk; journal:\n${journal()}`);
       // The template's file, as written, with its mode and owner.
       assert.equal(disk.text('/etc/sysctl.d/99-kubernetes.conf'), 'net.ipv4.ip_forward = 1\n');
       const stat = disk.stat('/etc/sysctl.d/99-kubernetes.conf')!;

@@ -8,6 +8,7 @@
 import { type ClientConfig, CLIENT_ENV, loadClientConfig } from '../../config.js';
 import { PACKAGE_VERSION } from '../../version.js';
 import type { Flag, Parsed } from '../commands.js';
+import { printable } from './kinds.js';
 
 /** The connection flags of every inventory command. */
 export const CONNECTION_FLAGS: Flag[] = [
@@ -187,6 +188,7 @@ export function clientFrom(parsed: Parsed, env: NodeJS.ProcessEnv = process.env)
 
 /** Print a refusal as kubectl prints a server's Status: the title and detail, then each field. */
 export function printRefusal(e: ServerRefusal, err: NodeJS.WritableStream): void {
-  err.write(`Error from server (${e.title}): ${e.detail}\n`);
-  for (const f of e.errors) err.write(`  ${f.path ? `${f.path}: ` : ''}${f.message}\n`);
+  // Every part is the service's, and may carry what a client on the boot network sent it.
+  err.write(`Error from server (${printable(e.title)}): ${printable(e.detail)}\n`);
+  for (const f of e.errors) err.write(`  ${f.path ? `${printable(f.path)}: ` : ''}${printable(f.message)}\n`);
 }

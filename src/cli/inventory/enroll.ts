@@ -7,7 +7,7 @@
 import { RESOURCE_API_VERSION } from '../../store/resources.js';
 import { EXIT, UsageError, type Command, type Parsed } from '../commands.js';
 import { clientFrom, CONNECTION_FLAGS } from './client.js';
-import type { DiscoveredDocument, ResourceDocument } from './kinds.js';
+import { type DiscoveredDocument, printable, type ResourceDocument } from './kinds.js';
 
 /** `bootwright enroll`. */
 export const ENROLL: Command = {
@@ -79,6 +79,6 @@ export async function runEnroll(parsed: Parsed, out: NodeJS.WritableStream): Pro
     },
   };
   const created = (await client.request('POST', '/v1/machines', { body: machine })).json as ResourceDocument;
-  out.write(`machine/${created.metadata.name} created (discovered ${entry.id})\n`);
+  out.write(`machine/${printable(created.metadata.name)} created (discovered ${printable(entry.id)})\n`);
   return EXIT.ok;
 }

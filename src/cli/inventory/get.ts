@@ -4,10 +4,10 @@
  * `kind/name` lines with `-o name`.
  */
 import { RESOURCE_API_VERSION } from '../../store/resources.js';
-import { dumpYaml } from '../../yaml/dump.js';
+import { load } from 'js-yaml';
 import { EXIT, UsageError, type Command, type Parsed } from '../commands.js';
 import { clientFrom, CONNECTION_FLAGS, type InventoryClient } from './client.js';
-import { collectionOf, columns, type DiscoveredDocument, KIND_NAMES, kindOf, ref, type ResourceDocument, table, type CliKind } from './kinds.js';
+import { collectionOf, columns, type DiscoveredDocument, hasTerminalControls, KIND_NAMES, kindOf, ref, type ResourceDocument, table, terminalJson, terminalYaml, type CliKind } from './kinds.js';
 
 /** Output formats of `get`. */
 const OUTPUTS = ['table', 'yaml', 'json', 'name'] as const;
@@ -57,7 +57,7 @@ function print(kind: CliKind, items: (ResourceDocument | DiscoveredDocument)[], 
     return;
   }
   const value = one ? items[0] : kind === 'Discovered' ? { items } : { apiVersion: RESOURCE_API_VERSION, kind: `${kind}List`, items };
-  out.write(output === 'json' ? `${JSON.stringify(value, null, 2)}\n` : dumpYaml(value));
+  out.write(output === 'json' ? terminalJson(value) : terminalYaml(value));
 }
 
 /** One resource or discovered machine. @throws ServerRefusal (404 for none) */
@@ -82,8 +82,10 @@ export async function runGet(parsed: Parsed, out: NodeJS.WritableStream): Promis
   const client = clientFrom(parsed);
   if (name !== undefined) {
     if (output === 'yaml') {
-      // The service's own YAML (Accept: application/yaml), byte for byte.
-      out.write((await client.request('GET', `/v1/${collectionOf(kind)}/${encodeURIComponent(name)}`, { headers: { accept: 'application/yaml' } })).text);
+      // The service's own YAML (Accept: application/yaml), byte for byte, unless it holds a
+      // terminal control: then the same value, escaped.
+      const text = (await client.request('GET', `/v1/${collectionOf(kind)}/${encodeURIComponent(name)}`, { headers: { accept: 'application/yaml' } })).text;
+      out.write(hasTerminalControls(text) ? terminalYaml(load(text)) : text);
       return EXIT.ok;
     }
     print(kind, [await getOne(client, kind, name)], output, true, out);

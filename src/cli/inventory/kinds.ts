@@ -5,6 +5,7 @@
  */
 import { RESOURCE_KINDS, type ResourceKind } from '../../store/resources.js';
 import { UsageError } from '../commands.js';
+import { dumpYaml } from '../../yaml/dump.js';
 import type { DiscoveredMachine } from '../../store/store.js';
 
 /** A resource document as the service answers it (the fields the CLI reads). */
@@ -48,7 +49,8 @@ export function kindOf(name: string | undefined, command: string): CliKind {
 export const collectionOf = (kind: CliKind): string => (kind === 'Discovered' ? 'discovered' : RESOURCE_KINDS[kind]);
 
 /** `kind/name` as kubectl prints it (`machine/node-1`). */
-export const ref = (kind: CliKind, name: string): string => `${kind.toLowerCase()}/${name}`;
+/** `kind/name`, as kubectl prints a reference; the name {@link printable}. */
+export const ref = (kind: CliKind, name: string): string => `${kind.toLowerCase()}/${printable(name)}`;
 
 /**
  * A duration as kubectl's `HumanDuration` prints ages (k8s.io/apimachinery duration.go):
@@ -86,6 +88,29 @@ export function printable(text: string): string {
     const code = c.charCodeAt(0);
     return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
   });
+}
+
+/** What {@link terminalJson} escapes beyond what JSON.stringify does (it escapes C0 itself). */
+const JSON_UNESCAPED_CONTROLS = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * `value` as indented JSON with every terminal control written as a `\uHHHH` escape:
+ * the same JSON value (it parses back equal), nothing a terminal acts on.
+ */
+export function terminalJson(value: unknown): string {
+  return `${JSON.stringify(value, null, 2).replace(JSON_UNESCAPED_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}\n`;
+}
+
+/** Whether text holds a character a terminal acts on, line feeds aside. */
+export const hasTerminalControls = (text: string): boolean => /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(text);
+
+/**
+ * `value` as YAML (bootwright's serializer) when that holds no terminal control but line
+ * feeds, else as {@link terminalJson} (JSON is YAML: the same value, its controls escaped).
+ */
+export function terminalYaml(value: unknown): string {
+  const yaml = dumpYaml(value);
+  return hasTerminalControls(yaml) ? terminalJson(value) : yaml;
 }
 
 /** Lines of a table: columns left-aligned, three spaces apart (kubectl's tabwriter padding), each cell {@link printable}. */
