@@ -112,25 +112,49 @@ export function normaliseUuid(text: string): string | undefined {
 }
 
 /**
+ * Characters no reported value may hold: C0 controls (NUL included), DEL, C1 controls,
+ * the Unicode line separators and the bidirectional overrides. A client on the boot
+ * network sends these values unauthenticated; they reach stores (PostgreSQL refuses a
+ * NUL), logs, the status page and terminals.
+ */
+const REPORTED_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
+/**
+ * The longest serial number, host name or free label value kept, characters: 255, the
+ * most a DHCP option holds (RFC 2132 §2, the host name option 12 among them); SMBIOS
+ * strings are far shorter.
+ */
+export const MAX_REPORTED_CHARS = 255;
+/** A free label's name: a short token (longer or other names are dropped and listed as `labels` in `ignored`). */
+const LABEL_NAME = /^[A-Za-z0-9_.-]{1,63}$/;
+/** iPXE's `${buildarch}` and `${platform}`: short tokens. */
+const FACT = /^[A-Za-z0-9_-]{1,32}$/;
+
+/**
  * Normalise a serial number for comparison: surrounding white space removed (SMBIOS
  * strings are often padded with spaces); letter case and inner characters kept.
  *
- * @returns the trimmed text, or undefined when nothing is left
+ * @returns the trimmed text, or undefined when nothing is left, it is longer than
+ *   {@link MAX_REPORTED_CHARS} or it holds a control character
  */
 export function normaliseSerial(text: string): string | undefined {
   const t = text.trim();
-  return t === '' ? undefined : t;
+  return t === '' || t.length > MAX_REPORTED_CHARS || REPORTED_CONTROLS.test(t) ? undefined : t;
 }
 
 /**
  * Normalise a host name for comparison: surrounding white space and one trailing dot
  * removed, lower-cased (DNS names compare case-insensitively, RFC 4343 §2).
  *
- * @returns the normalised name, or undefined when nothing is left
+ * Other characters are kept: a host name selector stored by an earlier release (any text)
+ * must go on matching what its machine reports.
+ *
+ * @returns the normalised name, or undefined when nothing is left, it is longer than
+ *   {@link MAX_REPORTED_CHARS} or it holds a control character
  */
 export function normaliseHostname(text: string): string | undefined {
   const t = text.trim().replace(/\.$/, '').toLowerCase();
-  return t === '' ? undefined : t;
+  return t === '' || t.length > MAX_REPORTED_CHARS || REPORTED_CONTROLS.test(t) ? undefined : t;
 }
 
 /**
@@ -188,7 +212,12 @@ function names(query: QueryInput): string[] {
  *   name are then normalised ({@link normaliseSerial}, {@link normaliseHostname}).
  * - `buildarch` and `platform` are kept as reported facts, not selectors.
  * - Every other parameter with a non-empty value becomes a free label (`rack=r12` →
- *   `labels.rack = "r12"`), except {@link RESERVED_PARAMETERS}. A parameter without a value
+ *   `labels.rack = "r12"`), except {@link RESERVED_PARAMETERS}; a label whose name is not
+ *   a short token or whose value is over {@link MAX_REPORTED_CHARS} characters or holds a
+ *   control character is dropped (`ignored` then lists `labels`).
+ * - Every kept value is bounded and free of control characters (serial, host name and
+ *   label values {@link MAX_REPORTED_CHARS}, `buildarch`/`platform` 32): what a store, a
+ *   log line or a terminal gets from an unauthenticated client is never unbounded. A parameter without a value
  *   reports nothing (this also drops the stray `B` an unescaped `&` in an old iPXE's
  *   `${serial:uristring}` leaves behind).
  * - Empty values mean "not reported" (iPXE expands an unset setting to nothing). A
@@ -221,16 +250,24 @@ export function machineIdentity(query: QueryInput): MachineIdentity {
   if (serial !== undefined) identity.serial = serial;
   const hostname = take('hostname_hex', viaHex(normaliseHostname)) ?? take('hostname', normaliseHostname);
   if (hostname !== undefined) identity.hostname = hostname;
-  const buildarch = take('buildarch', (t) => t.trim());
+  const fact = (t: string) => (FACT.test(t.trim()) ? t.trim() : undefined);
+  const buildarch = take('buildarch', fact);
   if (buildarch !== undefined) identity.buildarch = buildarch;
-  const platform = take('platform', (t) => t.trim());
+  const platform = take('platform', fact);
   if (platform !== undefined) identity.platform = platform;
 
+  let droppedLabel = false;
   for (const name of names(query).sort()) {
     if (RESERVED_PARAMETERS.includes(name)) continue;
     const value = first(query, name);
+    if (value === undefined || value === '') continue;
+    if (!LABEL_NAME.test(name) || value.length > MAX_REPORTED_CHARS || REPORTED_CONTROLS.test(value)) {
+      droppedLabel = true;
+      continue;
+    }
     // defineProperty: a parameter named `__proto__` is a label like any other.
-    if (value !== undefined && value !== '') Object.defineProperty(identity.labels, name, { value, enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(identity.labels, name, { value, enumerable: true, writable: true, configurable: true });
   }
+  if (droppedLabel) identity.ignored.push('labels');
   return identity;
 }
