@@ -4,6 +4,7 @@
  * graceful shutdown on SIGTERM/SIGINT (close-with-grace: in-flight requests finish, new
  * connections are refused, the store is closed, the PID file removed, exit 0).
  */
+import { X509Certificate } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import closeWithGrace from 'close-with-grace';
@@ -57,7 +58,28 @@ interface TlsSetup {
   tls?: ServerTls;
   tlsCa?: string;
   files?: { cert: string; key: string; credentials: TlsCredentials };
-  generated?: { ca: boolean; serving: boolean; caFile: string };
+  generated?: { ca: boolean; serving: boolean; caFile: string; constrained: boolean };
+}
+
+/**
+ * The certificates of a `tlsCa` file, as they are published (`GET /ca.crt`, pointer
+ * configs): its PEM `CERTIFICATE` blocks only, each checked to parse.
+ *
+ * @throws ConfigError naming `tlsCa` when the file holds a private key (it would be
+ *   published: refused, never read further) or no certificate
+ */
+export function publishableCa(text: string, file: string): string {
+  if (/-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/.test(text)) throw new ConfigError(`tlsCa (BOOTWRIGHT_TLS_CA) ${file}: holds a private key; it is published at /ca.crt and in pointer configs, so it must hold certificates only`);
+  const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  if (blocks.length === 0) throw new ConfigError(`tlsCa (BOOTWRIGHT_TLS_CA) ${file}: holds no PEM certificate`);
+  for (const block of blocks) {
+    try {
+      new X509Certificate(block);
+    } catch {
+      throw new ConfigError(`tlsCa (BOOTWRIGHT_TLS_CA) ${file}: a certificate does not parse`);
+    }
+  }
+  return `${blocks.join('\n')}\n`;
 }
 
 /**
@@ -72,11 +94,13 @@ async function tlsSetup(config: Config): Promise<TlsSetup> {
   if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) throw new ConfigError('tlsCert (BOOTWRIGHT_TLS_CERT) and tlsKey (BOOTWRIGHT_TLS_KEY): give both or neither');
   let ca: string | undefined;
   if (config.tlsCa !== undefined) {
+    let text: string;
     try {
-      ca = readFileSync(config.tlsCa, 'utf8');
+      text = readFileSync(config.tlsCa, 'utf8');
     } catch (e) {
       throw new ConfigError(`tlsCa (BOOTWRIGHT_TLS_CA) ${config.tlsCa}: cannot read (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
     }
+    ca = publishableCa(text, config.tlsCa);
   }
   if (config.tlsCert !== undefined && config.tlsKey !== undefined) {
     const credentials = readCredentials(config.tlsCert, config.tlsKey);
@@ -88,7 +112,7 @@ async function tlsSetup(config: Config): Promise<TlsSetup> {
     return {
       tls: { cert: credentials.cert, key: credentials.key, ca: ca ?? auto.caPem },
       files: { cert: auto.certFile, key: auto.keyFile, credentials },
-      generated: { ...auto.created, caFile: auto.caFile },
+      generated: { ...auto.created, caFile: auto.caFile, constrained: auto.constrained },
     };
   }
   return ca !== undefined ? { tlsCa: ca } : {};
@@ -144,6 +168,7 @@ export async function serve(config: Config, graceMs = 10_000): Promise<FastifyIn
     const fields = { cert: setup.files.cert, notAfter: credentials.notAfter.toISOString(), fingerprint: credentials.fingerprint, ...(setup.generated ? { generated: setup.generated } : {}) };
     if (credentials.expiresSoon) app.log.warn(fields, 'HTTPS: the certificate expires soon; replace the file (it is reloaded on change or SIGHUP)');
     else app.log.info(fields, 'HTTPS: serving with this certificate (reloaded on change or SIGHUP)');
+    if (setup.generated?.constrained === false) app.log.warn({ caFile: setup.generated.caFile }, 'HTTPS: the generated CA (made before 0.2.0) may sign for any name and lasts ten years; rotate it to one constrained to this service\'s names (docs/operating.md, "Rotating the generated CA")');
   }
   if (config.publicUrl?.startsWith('http:') && setup.tls) app.log.warn({ publicUrl: config.publicUrl }, 'HTTPS is on but the public URL is http: machines are handed http URLs');
   const pidFile = join(config.dataDir, PID_FILE);

@@ -22,14 +22,16 @@ import { randomBytes, webcrypto, X509Certificate } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
+import { AsnConvert } from '@peculiar/asn1-schema';
+import { GeneralName, GeneralSubtree, GeneralSubtrees, id_ce_nameConstraints, NameConstraints } from '@peculiar/asn1-x509';
 import * as x509 from '@peculiar/x509';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
 /** The directory under the data directory. */
 export const TLS_DIR = 'tls';
-/** Lifetime of the generated CA, days. */
-export const CA_DAYS = 3650;
+/** Lifetime of a generated CA, days: two years (a CA made before 0.2.0 had ten). */
+export const CA_DAYS = 730;
 /** Lifetime of a generated serving certificate, days. */
 export const SERVING_DAYS = 365;
 /** A serving certificate this close to expiry is reissued at start, days. */
@@ -50,6 +52,53 @@ export interface AutoTls {
   caFile: string;
   /** What this call generated. */
   created: { ca: boolean; serving: boolean };
+  /** Whether the CA carries name constraints (one made before 0.2.0 does not: rotate it). */
+  constrained: boolean;
+}
+
+/** A CA that cannot sign for the hosts asked for: it must be rotated (docs/operating.md). */
+export class CaRotationNeeded extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CaRotationNeeded';
+  }
+}
+
+/**
+ * The CA's name constraints (RFC 5280 §4.2.1.10, critical): it may sign only for `hosts`:
+ * each DNS name (and names under it, as RFC 5280 reads a dNSName subtree) and each IP
+ * address alone (`/32`, `/128`). An address family with no host is excluded whole (a
+ * family with no permitted subtree would be unconstrained).
+ */
+export function nameConstraintsFor(hosts: readonly string[]): x509.Extension {
+  const ips = hosts.filter((h) => isIP(h) !== 0);
+  const permitted = hosts.map((h) => new GeneralSubtree({ base: new GeneralName(isIP(h) === 0 ? { dNSName: h } : { iPAddress: `${h}/${isIP(h) === 4 ? 32 : 128}` }) }));
+  const excluded = [...(ips.some((h) => isIP(h) === 4) ? [] : ['0.0.0.0/0']), ...(ips.some((h) => isIP(h) === 6) ? [] : ['::/0'])].map((net) => new GeneralSubtree({ base: new GeneralName({ iPAddress: net }) }));
+  const value = new NameConstraints({ permittedSubtrees: new GeneralSubtrees(permitted), ...(excluded.length > 0 ? { excludedSubtrees: new GeneralSubtrees(excluded) } : {}) });
+  return new x509.Extension(id_ce_nameConstraints, true, AsnConvert.serialize(value));
+}
+
+/** The hosts a CA's name constraints permit, or undefined when it has none. */
+export function permittedHosts(ca: x509.X509Certificate): { dns: string[]; ips: string[] } | undefined {
+  const ext = ca.getExtension(id_ce_nameConstraints);
+  if (!ext) return undefined;
+  const nc = AsnConvert.parse(ext.value, NameConstraints);
+  const out = { dns: [] as string[], ips: [] as string[] };
+  for (const sub of nc.permittedSubtrees ? [...nc.permittedSubtrees] : []) {
+    if (sub.base.dNSName !== undefined) out.dns.push(sub.base.dNSName.toLowerCase());
+    if (sub.base.iPAddress !== undefined) out.ips.push(sub.base.iPAddress.replace(/\/\d+$/, ''));
+  }
+  return out;
+}
+
+/** An IP address in one spelling (IPv6 compressed, lower case, as WHATWG's URL parser writes it). */
+const canonicalIp = (ip: string) => (isIP(ip) === 6 ? new URL(`http://[${ip}]`).hostname : ip);
+
+/** Whether a constrained CA may sign for `host`. */
+function permits(permitted: { dns: string[]; ips: string[] }, host: string): boolean {
+  if (isIP(host) !== 0) return permitted.ips.some((ip) => canonicalIp(ip) === canonicalIp(host));
+  const h = host.toLowerCase();
+  return permitted.dns.some((d) => h === d || h.endsWith(`.${d}`));
 }
 
 function pem(label: string, der: ArrayBuffer): string {
@@ -153,6 +202,7 @@ export async function ensureAutoTls(dataDir: string, hosts: readonly string[], n
       extensions: [
         new x509.BasicConstraintsExtension(true, 0, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+        nameConstraintsFor(hosts),
         await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
       ],
     });
@@ -170,6 +220,13 @@ export async function ensureAutoTls(dataDir: string, hosts: readonly string[], n
       throw new Error(`${dir}: the kept CA cannot be read (${(e as Error).message}); restore ca.crt and ca.key (machines trust this CA)`, { cause: e });
     }
   }
+
+  const permitted = permittedHosts(ca);
+  const outside = permitted ? hosts.filter((h) => !permits(permitted, h)) : [];
+  if (outside.length > 0) {
+    throw new CaRotationNeeded(`${dir}: the CA may sign only for ${[...permitted!.dns, ...permitted!.ips].join(', ')}, not ${outside.join(', ')}: rotate it (docs/operating.md, "Rotating the generated CA")`);
+  }
+  if (ca.notAfter.getTime() <= now.getTime()) throw new CaRotationNeeded(`${dir}: the CA expired on ${ca.notAfter.toISOString()}: rotate it (docs/operating.md, "Rotating the generated CA")`);
 
   const caNode = new X509Certificate(caPem);
   const servingPem = readOrUndefined(certFile);
@@ -212,5 +269,5 @@ export async function ensureAutoTls(dataDir: string, hosts: readonly string[], n
     writePrivate(certFile, `${leaf.toString('pem')}\n${caPem}`);
     created.serving = true;
   }
-  return { caPem, certFile, keyFile, caFile, created };
+  return { caPem, certFile, keyFile, caFile, created, constrained: permitted !== undefined };
 }

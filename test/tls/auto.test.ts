@@ -5,13 +5,13 @@
  * nears expiry. Checked with Node's own X.509 parser and with openssl (test side only).
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ensureAutoTls, namesHost, servingHosts, TLS_DIR } from '../../src/tls/auto.js';
+import { CaRotationNeeded, ensureAutoTls, namesHost, servingHosts, TLS_DIR } from '../../src/tls/auto.js';
 
 const leafOf = (file: string) => new X509Certificate(readFileSync(file, 'utf8'));
 
@@ -43,12 +43,49 @@ describe('ensureAutoTls', () => {
     assert.deepEqual(again.created, { ca: false, serving: false });
     assert.equal(again.caPem, first.caPem);
     assert.equal(leafOf(again.certFile).serialNumber, serial);
-    const moved = await ensureAutoTls(dir, ['192.0.2.7']);
-    assert.deepEqual(moved.created, { ca: false, serving: true });
-    assert.equal(moved.caPem, first.caPem, 'the CA machines trust is kept');
-    assert.equal(leafOf(moved.certFile).subjectAltName, 'IP Address:192.0.2.7');
-    const later = await ensureAutoTls(dir, ['192.0.2.7'], new Date(Date.now() + 340 * 86_400_000));
+    const later = await ensureAutoTls(dir, ['10.0.2.100'], new Date(Date.now() + 340 * 86_400_000));
     assert.equal(later.created.serving, true, 'reissued within 30 days of expiry');
+  });
+
+  it('the CA may sign only for its hosts (critical name constraints, checked by openssl), for two years; elsewhere it must be rotated', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bw-tls-auto-'));
+    const hosts = ['10.0.2.100', 'boot.example', 'localhost'];
+    const auto = await ensureAutoTls(dir, hosts);
+    assert.equal(auto.constrained, true);
+    const ca = new X509Certificate(auto.caPem);
+    assert.ok(Date.parse(ca.validTo) - Date.now() <= 731 * 86_400_000, `valid to ${ca.validTo}`);
+    const text = execFileSync('openssl', ['x509', '-noout', '-text'], { input: auto.caPem, encoding: 'utf8' });
+    assert.match(text, /X509v3 Name Constraints: critical\n\s+Permitted:\n\s+IP:10\.0\.2\.100\/255\.255\.255\.255\n\s+DNS:boot\.example\n\s+DNS:localhost\n\s+Excluded:\n\s+IP:0:0:0:0:0:0:0:0\/0:0:0:0:0:0:0:0/);
+    // openssl verify: the serving certificate passes; one the same key signs for another name does not.
+    const caFile = join(dir, TLS_DIR, 'ca.crt');
+    execFileSync('openssl', ['verify', '-CAfile', caFile, auto.certFile]);
+    const forged = join(dir, 'forged.pem');
+    const key = join(dir, 'forged.key');
+    execFileSync('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-subj', '/CN=www.bank.example', '-out', join(dir, 'forged.csr')], { stdio: 'ignore' });
+    writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=DNS:www.bank.example\n');
+    execFileSync('openssl', ['x509', '-req', '-in', join(dir, 'forged.csr'), '-CA', caFile, '-CAkey', join(dir, TLS_DIR, 'ca.key'), '-set_serial', '7', '-days', '1', '-extfile', join(dir, 'ext.cnf'), '-out', forged], { stdio: 'ignore' });
+    const verdict = spawnSync('openssl', ['verify', '-CAfile', caFile, forged], { encoding: 'utf8' });
+    assert.notEqual(verdict.status, 0);
+    assert.match(verdict.stdout + verdict.stderr, /permitted subtree violation|name constraints/i);
+    // A host outside the constraints: refused at start, naming the rotation.
+    await assert.rejects(ensureAutoTls(dir, ['192.0.2.7']), (e) => e instanceof CaRotationNeeded && e.message.includes('may sign only for boot.example, localhost, 10.0.2.100, not 192.0.2.7: rotate it'));
+    // Rotating: the directory moved aside, the next start makes a new CA for the new hosts.
+    renameSync(join(dir, TLS_DIR), join(dir, 'tls.old'));
+    const rotated = await ensureAutoTls(dir, ['192.0.2.7', 'localhost']);
+    assert.deepEqual(rotated.created, { ca: true, serving: true });
+    assert.notEqual(rotated.caPem, auto.caPem);
+  });
+
+  it('a CA made before name constraints (by an earlier release) keeps serving any host, and says so', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bw-tls-auto-'));
+    mkdirSync(join(dir, TLS_DIR), { mode: 0o700 });
+    // The CA v0.1.0 made: ECDSA P-256, no name constraints.
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', join(dir, TLS_DIR, 'ca.key'), '-out', join(dir, TLS_DIR, 'ca.crt'), '-subj', '/CN=bootwright CA 0001', '-days', '3650', '-addext', 'basicConstraints=critical,CA:true,pathlen:0', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'], { stdio: 'ignore' });
+    const old = await ensureAutoTls(dir, ['192.0.2.7']);
+    assert.equal(old.constrained, false);
+    assert.deepEqual(old.created, { ca: false, serving: true });
+    assert.equal(leafOf(old.certFile).subjectAltName, 'IP Address:192.0.2.7');
+    execFileSync('openssl', ['verify', '-CAfile', join(dir, TLS_DIR, 'ca.crt'), old.certFile]);
   });
 
   it('refuses to replace half a CA', async () => {
