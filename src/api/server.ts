@@ -37,7 +37,7 @@ import { resourceRoutes } from './routes/resources.js';
 import { registerBodyParsers, REQUEST_SYNTAX_OF, UnsupportedCharsetError } from './body.js';
 import { bootAdminRoutes } from './routes/boot-admin.js';
 import { bootRoutes } from './routes/boot.js';
-import { assetRoutes } from './routes/assets.js';
+import { ASSETS_PREFIX, assetRoutes } from './routes/assets.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { uiRoutes } from './routes/ui.js';
 import { urlSigning } from './signing.js';
@@ -470,6 +470,9 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       max: config.rateLimitMax,
       timeWindow: config.rateLimitWindowSeconds * 1000,
       keyGenerator: (request) => request.principal?.name ?? request.ip,
+      // Kernels and initrds, fetched by every machine of a boot storm, often behind one
+      // NAT address, by firmware that does not retry a 429: as the other firmware routes.
+      allowList: (request) => request.routeOptions.url?.startsWith(ASSETS_PREFIX) === true,
       hook: 'preHandler',
       errorResponseBuilder: (_request, ctx) => ({ ...problem('too-many-requests', 429, `rate limit of ${ctx.max} requests per ${config.rateLimitWindowSeconds} s exceeded; retry after ${Math.ceil(ctx.ttl / 1000)} s`), statusCode: 429 }),
     });

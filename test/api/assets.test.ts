@@ -119,6 +119,15 @@ describe('GET /assets/*', () => {
     assert.doesNotMatch(await outside.text(), /outside the assets directory/);
   });
 
+  it('is not rate limited per address, as the other firmware routes (a boot storm behind one NAT address)', async () => {
+    const limited = await testService({ assetsDir: assets, rateLimitMax: 2 });
+    try {
+      for (let i = 0; i < 6; i++) assert.equal((await limited.app.inject({ url: '/assets/notes.txt' })).statusCode, 200, `fetch ${String(i + 1)}`);
+    } finally {
+      await limited.app.close();
+    }
+  });
+
   it('without BOOTWRIGHT_ASSETS_DIR there is no /assets route; a missing directory is refused at start, naming the variable', async () => {
     const plain = await testService();
     try {
