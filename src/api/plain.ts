@@ -2,7 +2,7 @@
  * The optional plain-HTTP listener of an HTTPS service (issue 16, `BOOTWRIGHT_HTTP_PORT`):
  * for firmware that cannot do TLS, or does not trust the CA. It answers through the same
  * fastify instance (`app.routing`: same hooks, limits, metrics, audit), but only the iPXE
- * routes {@link PLAIN_ROUTES}; every other route is a 404 problem there (server.ts), so a
+ * routes and the assets they boot ({@link PLAIN_ROUTES}); every other route is a 404 problem there (server.ts), so a
  * token or a secret-bearing URL never has a plain-HTTP answer.
  */
 import { createServer, type Server } from 'node:http';
@@ -16,8 +16,12 @@ export function isEncrypted(socket: Socket): boolean {
   return (socket as { encrypted?: unknown }).encrypted === true;
 }
 
-/** The routes the plain listener serves: the chain script and the per-machine script. */
-export const PLAIN_ROUTES: ReadonlySet<string> = new Set(['/boot.ipxe', '/ipxe']);
+/**
+ * The routes the plain listener serves: the chain script, the per-machine script, and
+ * `/assets/`, where the scripts it serves point iPXE's kernel and initrd fetches (public
+ * files, no token).
+ */
+export const PLAIN_ROUTES: ReadonlySet<string> = new Set(['/boot.ipxe', '/ipxe', '/assets/*']);
 
 /**
  * Listen on `config.host`:`port` with plain HTTP/1.1 (keep-alive, the same header limit,
@@ -46,7 +50,7 @@ export async function listenPlain(app: FastifyInstance, config: Config, port: nu
     });
   });
   const { address, port: bound } = server.address() as AddressInfo;
-  app.log.info({ address, port: bound, routes: [...PLAIN_ROUTES] }, `plain HTTP (iPXE routes only) on ${address.includes(':') ? `[${address}]` : address}:${bound}`);
+  app.log.info({ address, port: bound, routes: [...PLAIN_ROUTES] }, `plain HTTP (iPXE routes and assets only) on ${address.includes(':') ? `[${address}]` : address}:${bound}`);
   return server;
 }
 

@@ -391,7 +391,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     if (!request.raw.complete) bodies.watch(request, reply);
     reply.header('x-request-id', request.id);
     if (tls && !isEncrypted(request.raw.socket) && !PLAIN_ROUTES.has(request.routeOptions.url ?? '')) {
-      sendProblem(reply, 'not-found', 404, `only ${[...PLAIN_ROUTES].join(' and ')} are served over plain HTTP; use https`);
+      sendProblem(reply, 'not-found', 404, `only ${[...PLAIN_ROUTES].join(', ')} are served over plain HTTP; use https`);
       return;
     }
     const scope = request.routeOptions.config.scope;

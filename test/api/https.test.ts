@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -139,6 +139,26 @@ describe('HTTPS listener', () => {
       const r = await fetch(`http://127.0.0.1:${plainPort}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
       assert.equal(r.status, 404, path);
       assert.match(((await r.json()) as { detail: string }).detail, /use https/);
+    }
+  });
+
+  it('the plain listener serves /assets/ too, where its /ipxe scripts point kernels and initrds', async () => {
+    const assets = join(dir, 'assets');
+    mkdirSync(assets, { recursive: true });
+    writeFileSync(join(assets, 'vmlinuz'), 'kernel bytes');
+    const config = loadConfig({}, { dataDir: dir, tokens: [{ name: 'admin', token: TOKEN, scopes: ['admin'] }], maxEventLoopDelayMs: 0, rateLimitMax: 0, logLevel: 'silent', publicUrl: 'https://127.0.0.1:8443', assetsDir: assets });
+    const credentials = readCredentials(certFile, keyFile);
+    const withAssets = await buildServer({ config, tls: { cert: credentials.cert, key: credentials.key } });
+    await withAssets.listen({ host: '127.0.0.1', port: 0 });
+    const plainAssets = await listenPlain(withAssets, config, 0);
+    try {
+      const r = await fetch(`http://127.0.0.1:${String((plainAssets.address() as AddressInfo).port)}/assets/vmlinuz`);
+      assert.equal(r.status, 200);
+      assert.equal(await r.text(), 'kernel bytes');
+      assert.equal((await fetch(`http://127.0.0.1:${String((plainAssets.address() as AddressInfo).port)}/ca.crt`)).status, 404, 'still nothing else');
+    } finally {
+      closePlain(plainAssets);
+      await withAssets.close();
     }
   });
 
