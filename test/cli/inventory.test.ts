@@ -239,17 +239,17 @@ describe('enroll, describe, status, delete', () => {
     assert.equal((await cli(['delete', 'machine', 'rack1-n3'], READER)).code, 3, 'the read scope cannot delete');
   });
 
-  it('a host name any client sent to /ipxe is printed with its control characters escaped (no escape sequence reaches the terminal)', async () => {
+  it('a host name with control characters any client sent to /ipxe never reaches the terminal (no escape sequence, no forged row)', async () => {
     // An attacker pass stored ESC, BEL and line feeds this way: raw, they cleared the
-    // operator's screen, retitled the window and forged a table row.
+    // operator's screen, retitled the window and forged a table row. Now such a value is
+    // not kept at all (src/boot/identity.ts); what is printed is escaped besides.
     const sent = '\x1b[2J\x1b]0;t\x07evil\nrack9-n9   <none>';
     await fetch(`${server}/ipxe?mac=52-54-00-10-00-05&hostname_hex=${Buffer.from(sent).toString('hex')}`);
     const listed = await cli(['get', 'discovered'], READER);
     assert.equal(listed.code, 0, listed.stderr);
     assert.doesNotMatch(listed.stdout, /[\x00-\x09\x0b-\x1f\x7f]/);
     const row = listed.stdout.split('\n').find((l) => l.includes('52:54:00:10:00:05'));
-    // (Host names are compared lower-cased, so stored so.)
-    assert.ok(row?.includes(String.raw`\x1b[2j\x1b]0;t\x07evil\x0arack9-n9   <none>`), listed.stdout);
+    assert.ok(row !== undefined && !row.includes('evil'), listed.stdout);
     assert.equal(listed.stdout.trimEnd().split('\n').length, 2, 'one header, one row: no forged line');
     const id = /^(\d+) /.exec(row ?? '')![1]!;
     assert.equal((await cli(['delete', 'discovered', id])).code, 0);
