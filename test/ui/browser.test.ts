@@ -138,4 +138,19 @@ describe('/ui in Chromium', { skip }, () => {
     const anonymous = await fetch(`${base}/ui/state.json`);
     assert.equal(anonymous.status, 401);
   });
+
+  it('refuses a sign-out without the form token while signed in (another site cannot sign an operator out)', async () => {
+    const logout = (body: string) => fetch(`${base}/ui/logout`, { method: 'POST', redirect: 'manual', headers: { cookie: `bootwright_ui=${ADMIN}`, 'content-type': 'application/x-www-form-urlencoded' }, body });
+    const refused = await logout('csrf=x');
+    assert.equal(refused.status, 403);
+    assert.equal(refused.headers.get('set-cookie'), null, 'the session is kept');
+    assert.equal((await logout('')).status, 403);
+    // The page's own form carries it.
+    const page = await (await fetch(`${base}/ui`, { headers: { cookie: `bootwright_ui=${ADMIN}` } })).text();
+    const csrf = /action="\/ui\/logout"><input type="hidden" name="csrf" value="([^"]+)"/.exec(page)?.[1];
+    assert.ok(csrf, 'the sign-out form has a token');
+    const ok = await logout(`csrf=${encodeURIComponent(csrf)}`);
+    assert.equal(ok.status, 303);
+    assert.match(ok.headers.get('set-cookie') ?? '', /Max-Age=0/);
+  });
 });

@@ -71,6 +71,13 @@ function formToken(ctx: ServiceContext, token: string): string {
   return createHmac('sha256', ctx.signing.key()).update(`ui-csrf\n${token}`, 'utf8').digest('base64url');
 }
 
+/** Whether a form carried the session's form token (compared in constant time). */
+function formTokenMatches(ctx: ServiceContext, token: string, given: string | undefined): boolean {
+  const expected = Buffer.from(formToken(ctx, token));
+  const got = Buffer.from(given ?? '');
+  return got.length === expected.length && timingSafeEqual(got, expected);
+}
+
 /** Whether a POST comes from this page: no `Origin`, or this service's own (scheme and host as the request names them). */
 function sameOrigin(request: FastifyRequest): boolean {
   const origin = request.headers.origin;
@@ -200,7 +207,9 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
   });
 
   app.post('/ui/logout', { bodyLimit: FORM_LIMIT, schema: { ...hidden, body: z.object({ csrf: z.string().optional() }) } }, async (request, reply) => {
-    if (!sameOrigin(request)) return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page.'));
+    // Signed in, the form token must match too (another site must not sign an operator out).
+    const token = presentedToken(request);
+    if (!sameOrigin(request) || (token !== undefined && !formTokenMatches(ctx, token, request.body.csrf))) return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page.'));
     void reply.header('set-cookie', `${COOKIE}=; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=0`);
     return reply.code(303).header('location', '/ui').send();
   });
@@ -226,10 +235,8 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
     async (request, reply) => {
       const s = session(request, reply, ['write', 'render']);
       if (!s) return reply;
-      const expected = Buffer.from(formToken(ctx, s.token));
-      const given = Buffer.from(request.body.csrf);
-      if (!sameOrigin(request) || given.length !== expected.length || !timingSafeEqual(given, expected)) {
-        return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page (its form token does not match): reload the page and try again.'), { signedIn: true });
+      if (!sameOrigin(request) || !formTokenMatches(ctx, s.token, request.body.csrf)) {
+        return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page (its form token does not match): reload the page and try again.'), { signedIn: true, csrf: formToken(ctx, s.token) });
       }
       const { name, cluster, profile, mac, uuid, serial, hostname } = request.body;
       // The ordinary Machine create, as POST /v1/machines does it: the same document, checks and store call.
