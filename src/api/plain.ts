@@ -5,7 +5,7 @@
  * routes and the assets they boot ({@link PLAIN_ROUTES}); every other route is a 404 problem there (server.ts), so a
  * token or a secret-bearing URL never has a plain-HTTP answer.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
@@ -14,6 +14,14 @@ import { answerClientError } from './replies.js';
 /** Whether a request's connection is TLS (the main listener of an HTTPS service), not the plain listener. */
 export function isEncrypted(socket: Socket): boolean {
   return (socket as { encrypted?: unknown }).encrypted === true;
+}
+
+/** Requests that came in through the plain listener (a request injected in-process, such as `serve --detach`'s readiness probe, did not). */
+const plainRequests = new WeakSet<IncomingMessage>();
+
+/** Whether the request came in through the plain listener of an HTTPS service. */
+export function cameInPlain(request: IncomingMessage): boolean {
+  return plainRequests.has(request) && !isEncrypted(request.socket);
 }
 
 /**
@@ -38,7 +46,10 @@ export async function listenPlain(app: FastifyInstance, config: Config, port: nu
       requestTimeout: Math.round(config.requestTimeoutSeconds * 1000),
       connectionsCheckingInterval: Math.min(1000, Math.max(100, Math.round((config.requestTimeoutSeconds * 1000) / 4))),
     },
-    (req, res) => app.routing(req, res),
+    (req, res) => {
+      plainRequests.add(req);
+      app.routing(req, res);
+    },
   );
   server.keepAliveTimeout = app.server.keepAliveTimeout;
   server.on('clientError', answerClientError);

@@ -44,7 +44,7 @@ import { urlSigning } from './signing.js';
 import { PACKAGE_VERSION } from '../version.js';
 import { MIN_TLS_VERSION } from '../tls/credentials.js';
 import { caRoutes } from './routes/ca.js';
-import { isEncrypted, PLAIN_ROUTES } from './plain.js';
+import { cameInPlain, PLAIN_ROUTES } from './plain.js';
 import { withExamples } from './openapi-examples.js';
 import { RenderOverloadedError, RenderPool, RenderTimeoutError } from '../work/pool.js';
 import { REPORT_PATH } from '../boot/sign.js';
@@ -390,7 +390,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   app.addHook('onRequest', (request, reply, done) => {
     if (!request.raw.complete) bodies.watch(request, reply);
     reply.header('x-request-id', request.id);
-    if (tls && !isEncrypted(request.raw.socket) && !PLAIN_ROUTES.has(request.routeOptions.url ?? '')) {
+    if (tls && cameInPlain(request.raw) && !PLAIN_ROUTES.has(request.routeOptions.url ?? '')) {
       sendProblem(reply, 'not-found', 404, `only ${[...PLAIN_ROUTES].join(', ')} are served over plain HTTP; use https`);
       return;
     }

@@ -4,6 +4,7 @@
  * README's first command run as written (tsx in place of the build).
  */
 import assert from 'node:assert/strict';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
@@ -91,6 +92,23 @@ describe('bootwright serve', () => {
     const token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
     const list = await fetch(`http://127.0.0.1:${port}/v1/machines`, { headers: { authorization: `Bearer ${token}` } });
     assert.equal(list.status, 200);
+    await stop(dataDir);
+  });
+
+  it('--detach starts an HTTPS service (BOOTWRIGHT_TLS=auto) and says https', async () => {
+    const port = await freePort();
+    const dataDir = join(base, 'detach-tls');
+    started.push(dataDir);
+    const r = run(['serve', '--detach', '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir], { BOOTWRIGHT_TLS: 'auto' });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`^bootwright is serving at https://127\\.0\\.0\\.1:${String(port)} `));
+    const ca = readFileSync(join(dataDir, 'tls', 'ca.crt'), 'utf8');
+    const agent = new Agent({ connect: { ca } });
+    try {
+      assert.equal((await undiciFetch(`https://127.0.0.1:${String(port)}/readyz`, { dispatcher: agent })).status, 200);
+    } finally {
+      await agent.close();
+    }
     await stop(dataDir);
   });
 

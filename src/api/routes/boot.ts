@@ -50,7 +50,7 @@ import { type ServiceContext } from '../context.js';
 import { sendProblem, storageUnavailable } from '../replies.js';
 import { isHostHeader, reportUrlFor } from '../signing.js';
 import { UnauthenticatedWrites } from '../unauthenticated.js';
-import { isEncrypted } from '../plain.js';
+import { cameInPlain } from '../plain.js';
 import { assembledRequest, machineParts, noteTolerated, storedLevels } from './bootstrap.js';
 
 /** Media type of iPXE scripts and the small NoCloud documents. */
@@ -211,7 +211,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
    * reached the service. Undefined over TLS, or when the service is plain HTTP.
    */
   const plainBase = (request: FastifyRequest): string | undefined => {
-    if (!ctx.https || isEncrypted(request.raw.socket)) return undefined;
+    if (!ctx.https || !cameInPlain(request.raw)) return undefined;
     if (isHostHeader(request.host)) return `http://${request.host}`;
     throw new RequestError([{ path: 'headers.host', message: 'the Host header does not name a host' }], 400);
   };
