@@ -178,7 +178,12 @@ export const configSchema = z.strictObject({
   discoveredMax: z.coerce.number().int().min(1).default(10_000),
   /** Most audit rows of refusals kept; the oldest beyond it are deleted. */
   refusedAuditMax: z.coerce.number().int().min(1).default(10_000),
-  /** Most audit rows of served answers kept per machine (its newest); the oldest beyond it are deleted as each new one is written. */
+  /**
+   * Most audit rows of served answers kept per machine (its newest), for each of two
+   * classes counted apart: the scripts any client may ask with a MAC (`/ipxe`,
+   * `/boot.ipxe`), and the signed fetches and reports, which the first never push out. The
+   * oldest beyond it are deleted as each new one is written.
+   */
   servedAuditMaxPerMachine: z.coerce.number().int().min(1).default(1000),
   /** Discovered machines not seen, and refusal audit rows older, than this many seconds are deleted. 0 keeps them. */
   unauthenticatedRetentionSeconds: z.coerce.number().int().min(0).default(30 * 24 * 3600),

@@ -73,8 +73,8 @@ import {
   type WriteOptions,
 } from './store.js';
 
-/** {@link trimServedAuditSql} in PostgreSQL's placeholders: the machine, then the number of its newest served rows to keep less one. */
-const TRIM_SERVED_AUDIT = trimServedAuditSql(['$1', '$1'], '$2');
+/** {@link trimServedAuditSql} in PostgreSQL's placeholders: the machine, the route, then the number of its newest served rows of that class to keep less one. */
+const TRIM_SERVED_AUDIT = trimServedAuditSql(['$1', '$1'], ['$2::text', '$2::text'], '$3');
 
 /** Options of {@link openPostgresStore}. */
 export interface PostgresStoreOptions {
@@ -459,7 +459,7 @@ export class PostgresStore implements Store {
       }
       await this.transaction(async (client) => {
         await client.query(insert, values);
-        if (max !== undefined) await client.query(TRIM_SERVED_AUDIT, [entry.machine, max - 1]);
+        if (max !== undefined) await client.query(TRIM_SERVED_AUDIT, [entry.machine, entry.route, max - 1]);
         if (event) await this.applyStatus(client, entry.machine, event);
       });
       return;

@@ -139,15 +139,27 @@ export function labelConditions(requirements: readonly LabelRequirement[], kind:
 export const AUDIT_COLUMNS = 'machine, route, client, status, at, user_agent, reason, revision, sha256, format, ignition_version, outcome';
 
 /**
- * Delete a machine's audit rows of served answers (status below 400) older than its
- * newest `keep`: the statement for both stores, given how each spells its placeholders
- * for the machine (twice) and for `keep - 1`. The cut-off is found by walking at most
- * `keep` of the machine's rows in the `(machine, id)` index.
+ * The routes any client may ask of a known machine without a credential (its MAC is
+ * enough): their served rows have a bound of their own, so that however many of them a
+ * client sends, they never push out the rows of the signed, secret-serving fetches and
+ * reports.
  */
-export function trimServedAuditSql(machine: [string, string], offset: string): string {
+export const UNAUTHENTICATED_SERVED_ROUTES = ['/ipxe', '/boot.ipxe'] as const;
+
+const UNAUTHENTICATED_LIST = UNAUTHENTICATED_SERVED_ROUTES.map((r) => `'${r}'`).join(', ');
+
+/**
+ * Delete a machine's audit rows of served answers (status below 400) of the same class as
+ * `route` (an {@link UNAUTHENTICATED_SERVED_ROUTES} route, or any other) older than its
+ * newest `keep`: the statement for both stores, given how each spells its placeholders
+ * for the machine (twice), the route (twice) and `keep - 1`. The cut-off is found by
+ * walking at most `keep` of the machine's rows of that class in the `(machine, id)` index.
+ */
+export function trimServedAuditSql(machine: [string, string], route: [string, string], offset: string): string {
+  const sameClass = (r: string) => `(route IN (${UNAUTHENTICATED_LIST})) = (${r} IN (${UNAUTHENTICATED_LIST}))`;
   return (
-    `DELETE FROM audit WHERE machine = ${machine[0]} AND status < 400 AND id < ` +
-    `(SELECT id FROM audit WHERE machine = ${machine[1]} AND status < 400 ORDER BY id DESC LIMIT 1 OFFSET ${offset})`
+    `DELETE FROM audit WHERE machine = ${machine[0]} AND status < 400 AND ${sameClass(route[0])} AND id < ` +
+    `(SELECT id FROM audit WHERE machine = ${machine[1]} AND status < 400 AND ${sameClass(route[1])} ORDER BY id DESC LIMIT 1 OFFSET ${offset})`
   );
 }
 

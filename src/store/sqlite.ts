@@ -206,7 +206,7 @@ export class SqliteStore implements Store {
       fetchCount: db.prepare<[string], { count: number }>('SELECT count FROM fetch_counts WHERE machine = ?'),
       resetFetches: db.prepare('DELETE FROM fetch_counts WHERE machine = ?'),
       insertAudit: db.prepare(`INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-      trimServed: db.prepare<[string, string, number]>(trimServedAuditSql(['?', '?'], '?')),
+      trimServed: db.prepare<[string, string, string, string, number]>(trimServedAuditSql(['?', '?'], ['?', '?'], '?')),
       audit: db.prepare<[string, number], AuditRow>(`SELECT id, ${AUDIT_COLUMNS} FROM audit WHERE machine = ? ORDER BY id DESC LIMIT ?`),
       getStatus: db.prepare<[string], StatusRow>('SELECT * FROM machine_status WHERE machine = ?'),
       putStatus: db.prepare(
@@ -251,7 +251,7 @@ export class SqliteStore implements Store {
       audit: db.transaction((entry: AuditInput, bounds: AuditBounds, event: StatusEvent | undefined) => {
         s.insertAudit.run(...auditValues(entry, this.timestamp()));
         if (!isRefusal(entry.status)) {
-          if (bounds.maxServedPerMachine !== undefined) s.trimServed.run(entry.machine, entry.machine, bounds.maxServedPerMachine - 1);
+          if (bounds.maxServedPerMachine !== undefined) s.trimServed.run(entry.machine, entry.route, entry.machine, entry.route, bounds.maxServedPerMachine - 1);
           if (event) applyStatus(entry.machine, event);
           return;
         }

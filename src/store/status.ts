@@ -83,7 +83,10 @@ function withPhase(prev: StatusRecord | undefined, phase: StoredPhase, at: strin
 /**
  * The record after `event` at time `at`.
  *
- * - `booting`: phase `Booting`; the report count starts again.
+ * - `booting`: phase `Booting`. It comes from `/ipxe`, which any client that knows a MAC
+ *   can ask, so it neither restarts the report count (only a signed fetch does) nor adds a
+ *   transition while the machine is already `Booting` (a thousand requests are one boot,
+ *   and push no earlier transition out of the history).
  * - `served`: phase `Provisioning` (a repeated fetch in `Provisioning` keeps its `since`
  *   and adds no transition), `served` updated; the report count starts again.
  * - `report`: phase `Joined` (success) or `Failed`, `lastReport` set; refused (the
@@ -95,7 +98,8 @@ export function applyEvent(prev: StatusRecord | undefined, event: StatusEvent, a
   const base = prev ?? { phase: 'Registered' as const, since: at, transitions: [], reports: 0 };
   switch (event.kind) {
     case 'booting':
-      return { record: { ...base, ...withPhase(prev, 'Booting', at), reports: 0 }, accepted: true };
+      if (prev?.phase === 'Booting') return { record: prev, accepted: true };
+      return { record: { ...base, ...withPhase(prev, 'Booting', at) }, accepted: true };
     case 'served': {
       const served = { ...event.served, time: at };
       if (prev?.phase === 'Provisioning') return { record: { ...prev, served, reports: 0 }, accepted: true };

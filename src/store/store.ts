@@ -227,8 +227,10 @@ export interface Store {
    * Append an audit row. For a refusal ({@link isRefusal}), in the same transaction,
    * prune refusal rows past `bounds` (older than the retention, then the oldest beyond
    * `maxRefused`, by a kept count: no scan of the rows); for an answer that served, the
-   * machine's served rows beyond `maxServedPerMachine` (the newest that many kept: a walk
-   * of at most that many of its rows).
+   * machine's served rows of the same class beyond `maxServedPerMachine` (the newest that
+   * many kept: a walk of at most that many of its rows; the unauthenticated script routes
+   * and the signed fetches and reports are counted apart, rows.ts
+   * `UNAUTHENTICATED_SERVED_ROUTES`).
    *
    * @param event for an answer that served, the lifecycle event it causes, applied to
    *   the machine's status in the same transaction (as {@link updateStatus}): a boot
