@@ -251,7 +251,7 @@ describe('enroll, describe, status, delete', () => {
     const row = listed.stdout.split('\n').find((l) => l.includes('52:54:00:10:00:05'));
     assert.ok(row !== undefined && !row.includes('evil'), listed.stdout);
     assert.equal(listed.stdout.trimEnd().split('\n').length, 2, 'one header, one row: no forged line');
-    const id = /^(\d+) /.exec(row ?? '')![1]!;
+    const id = /^(\d+) /.exec(row)![1]!;
     assert.equal((await cli(['delete', 'discovered', id])).code, 0);
   });
 
