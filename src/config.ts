@@ -4,6 +4,7 @@
  * an error naming the variable or key.
  */
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { load } from 'js-yaml';
 import { z } from 'zod';
@@ -201,6 +202,16 @@ export const configSchema = z.strictObject({
   tlsCa: z.string().min(1).optional(),
   /** Port of an extra plain-HTTP listener (same host) for the iPXE routes only (`/boot.ipxe`, `/ipxe`), for firmware without TLS. Default: none. */
   httpPort: z.coerce.number().int().min(0).max(65535).optional(),
+  /**
+   * Addresses or CIDR ranges of reverse proxies in front (one that terminates TLS, say):
+   * from them, and only from them, `X-Forwarded-For`, `-Proto` and `-Host` say the client's
+   * address, scheme and host (fastify's `trustProxy`), so rate limits, audit rows, address
+   * binding and the status page's same-origin check see the client, not the proxy.
+   * Comma-separated in the environment. Default none: the headers are ignored.
+   */
+  trustedProxies: z
+    .preprocess((v) => (typeof v === 'string' ? v.split(',').map((x) => x.trim()).filter(Boolean) : v), z.array(z.string().refine((x) => isIP(x.replace(/\/\d{1,3}$/, '')) !== 0, 'must be an IP address or CIDR range')))
+    .default([]),
   /** Bind the signed URLs `/ipxe` hands out to the client address that fetched it: a fetch from another address is a 403 (audited). */
   bindClientAddress: flag,
   /** First fetch wins: a second fetch of a secret-bearing signed URL (Ignition, NoCloud user-data) is refused with 403 and counted in `bootwright_signed_url_refused_total`. */
@@ -272,6 +283,7 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_HTTP_PORT: 'httpPort',
   BOOTWRIGHT_BIND_CLIENT_ADDRESS: 'bindClientAddress',
   BOOTWRIGHT_FIRST_FETCH_WINS: 'firstFetchWins',
+  BOOTWRIGHT_TRUSTED_PROXIES: 'trustedProxies',
   BOOTWRIGHT_REPORT_URL_SECONDS: 'reportUrlSeconds',
   BOOTWRIGHT_REPORT_TIMEOUT_SECONDS: 'reportTimeoutSeconds',
   BOOTWRIGHT_MAX_REPORT_BYTES: 'maxReportBytes',

@@ -313,6 +313,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       ...(options.logStream ? { stream: options.logStream } : {}),
     },
     bodyLimit: config.bodyLimit,
+    // X-Forwarded-* from the configured proxies only (BOOTWRIGHT_TRUSTED_PROXIES).
+    ...(config.trustedProxies.length > 0 ? { trustProxy: config.trustedProxies } : {}),
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     // The request's child logger is made when the request logs, not for every request.
