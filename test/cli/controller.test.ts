@@ -13,9 +13,7 @@ import { describe, it } from 'node:test';
 import { controllerOptions, parseAddress, parseDuration } from '../../src/cli/controller.js';
 import { UsageError } from '../../src/cli/commands.js';
 import { freePort, startControlPlane } from '../support/controlplane.js';
-import { haveCapiCrds, installCapiCrds } from '../support/management.js';
-import { missingDependency } from '../support/missing.js';
-import { referenceTool } from '../support/tools.js';
+import { installCapiCrds, managementSkip } from '../support/management.js';
 
 function cli(args: string[]) {
   const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { encoding: 'utf8', env: { ...process.env, KUBECONFIG: '/nonexistent/kubeconfig' } });
@@ -63,12 +61,7 @@ describe('bootwright controller flags', () => {
   });
 });
 
-const skip =
-  !referenceTool('kube-apiserver') || !referenceTool('etcd')
-    ? missingDependency('kube-apiserver and etcd are not built (npm run tools): `bootwright controller` is not started against an API server')
-    : !haveCapiCrds
-      ? missingDependency("Cluster API's CRDs are not beside the repository: `bootwright controller` is not started against an API server")
-      : false;
+const skip = managementSkip('`bootwright controller` against an API server');
 
 describe('bootwright controller, the process', { skip, timeout: 180_000 }, () => {
   it('starts, is healthy and ready, and stops on SIGTERM with exit 0', async () => {

@@ -15,27 +15,19 @@
  *   leaves the data the other wrote as it is.
  */
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { load, loadAll } from 'js-yaml';
-import pino from 'pino';
 import { Kube } from '../../src/controller/kube.js';
 import { type RunningController, startController } from '../../src/controller/run.js';
 import { type Cabpk, startCabpk } from '../support/cabpk.js';
-import { type ControlPlane, startControlPlane } from '../support/controlplane.js';
-import { BOOT, CapiFixtures, CORE, get, haveCapiCrds, installCapiCrds, mergePatch } from '../support/management.js';
-import { missingDependency } from '../support/missing.js';
-import { referenceTool } from '../support/tools.js';
+import type { ControlPlane } from '../support/controlplane.js';
+import { capturedLog } from '../support/logs.js';
+import { BOOT, CapiFixtures, CORE, get, managementSkip, mergePatch, startManagement } from '../support/management.js';
 import { validateCloudConfigSchema } from '../support/validators.js';
 
-const skip =
-  !referenceTool('kube-apiserver') || !referenceTool('etcd') || !referenceTool('kubeadm-bootstrap-manager')
-    ? missingDependency('kube-apiserver, etcd or kubeadm-bootstrap-manager (CABPK) is not built (npm run tools): bootwright is not run beside CABPK')
-    : !haveCapiCrds
-      ? missingDependency("Cluster API's CRDs are not beside the repository: bootwright is not run beside CABPK")
-      : false;
+const skip = managementSkip('bootwright beside CABPK', ['kubeadm-bootstrap-manager']);
 
 type Doc = Record<string, unknown>;
 type Obj = Doc & { metadata: { resourceVersion: string; managedFields?: { manager: string; subresource?: string; time: string }[] }; data?: Record<string, string> };
@@ -93,35 +85,24 @@ function differences(a: unknown, b: unknown, at = ''): string[] {
 }
 
 describe('bootwright beside CABPK on one management cluster', { skip, timeout: 600_000 }, () => {
-  const planes: ControlPlane[] = [];
   let mgmt: ControlPlane;
   let fixtures: CapiFixtures;
   let cabpk: Cabpk | undefined;
   let controller: RunningController | undefined;
-  const logLines: string[] = [];
+  let stop: (() => Promise<void>) | undefined;
+  const { log, lines: logLines } = capturedLog('info');
 
   before(async () => {
-    planes.push(...(await Promise.all([startControlPlane(), startControlPlane()])));
-    const [m, workload] = planes as [ControlPlane, ControlPlane];
-    mgmt = m;
-    fixtures = new CapiFixtures(mgmt, workload);
-    await installCapiCrds(mgmt);
+    const m = await startManagement();
+    ({ mgmt, stop } = m);
+    fixtures = new CapiFixtures(mgmt, m.workload);
     cabpk = await startCabpk(mgmt, ['--watch-filter=kubeadm', '--bootstrap-token-ttl=30s']);
-    const log = pino(
-      { level: 'info' },
-      new Writable({
-        write: (chunk, _enc, done) => {
-          logLines.push(String(chunk));
-          done();
-        },
-      }),
-    );
     controller = await startController(Kube.fromKubeconfig(mgmt.kubeconfig), { tokenTtlMs: 30_000, ignitionVersion: '2.3', concurrency: 4, identity: 'beside-cabpk', health: { host: '127.0.0.1', port: 0 }, watchFilter: 'bootwright' }, log);
   });
   after(async () => {
     await controller?.stop();
     await cabpk?.stop();
-    await Promise.all(planes.map((p) => p.stop()));
+    await stop?.();
   });
 
   const secret = async (name: string) => (await get(mgmt, 'v1', 'secrets', 'default', name)) as unknown as Obj | undefined;

@@ -9,56 +9,48 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { Kube } from '../../src/controller/kube.js';
 import { type RunningController, startController } from '../../src/controller/run.js';
 import { type Cabpk, startCoreManager } from '../support/cabpk.js';
 import { controlPlaneSpec } from '../support/capi.js';
-import { type ControlPlane, startControlPlane } from '../support/controlplane.js';
-import { CapiFixtures, CORE, get, haveCapiCrds, installCapiCrds } from '../support/management.js';
-import { missingDependency } from '../support/missing.js';
-import { referenceTool } from '../support/tools.js';
+import type { ControlPlane } from '../support/controlplane.js';
+import { CapiFixtures, CORE, eventually, get, managementSkip, startManagement } from '../support/management.js';
 
-const skip =
-  !referenceTool('kube-apiserver') || !referenceTool('etcd') || !referenceTool('cluster-api-manager')
-    ? missingDependency("kube-apiserver, etcd or cluster-api-manager is not built (npm run tools): Cluster API's Machine controller does not read bootwright's status")
-    : !haveCapiCrds
-      ? missingDependency("Cluster API's CRDs are not beside the repository: Cluster API's Machine controller does not read bootwright's status")
-      : false;
+const skip = managementSkip("Cluster API's Machine controller reading bootwright's status", ['cluster-api-manager']);
 
 type Machine = { spec: { bootstrap: { dataSecretName?: string } }; status?: { initialization?: { bootstrapDataSecretCreated?: boolean }; conditions?: { type: string; status: string; reason: string; message?: string }[] } };
 
 describe("Cluster API's Machine controller reads bootwright's KubeadmConfig status", { skip, timeout: 300_000 }, () => {
-  const planes: ControlPlane[] = [];
   let mgmt: ControlPlane;
   let core: Cabpk | undefined;
   let controller: RunningController | undefined;
   let fixtures: CapiFixtures;
+  let stop: (() => Promise<void>) | undefined;
 
   before(async () => {
-    planes.push(...(await Promise.all([startControlPlane(), startControlPlane()])));
-    const [m, workload] = planes as [ControlPlane, ControlPlane];
-    mgmt = m;
-    fixtures = new CapiFixtures(mgmt, workload);
-    await installCapiCrds(mgmt);
+    const m = await startManagement();
+    ({ mgmt, stop } = m);
+    fixtures = new CapiFixtures(mgmt, m.workload);
     core = await startCoreManager(mgmt, []);
     controller = await startController(Kube.fromKubeconfig(mgmt.kubeconfig), { tokenTtlMs: 15 * 60_000, ignitionVersion: '2.3', concurrency: 4, identity: 'core', health: { host: '127.0.0.1', port: 0 } }, pino({ level: 'warn' }));
   });
   after(async () => {
     await controller?.stop();
     await core?.stop();
-    await Promise.all(planes.map((p) => p.stop()));
+    await stop?.();
   });
 
-  /** The Machine once `until` holds, or fail with the core manager's log. */
+  /** The Machine once `until` holds, or fail with its status and the core manager's log. */
   async function machineWhen(name: string, until: (m: Machine) => boolean): Promise<Machine> {
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const m = (await get(mgmt, CORE, 'machines', 'default', name)) as unknown as Machine;
-      if (until(m)) return m;
-      if (Date.now() > deadline) assert.fail(`Machine ${name}: ${JSON.stringify(m.status)}\n${core?.logs().slice(-3000) ?? ''}`);
-      await sleep(250);
+    const read = async () => (await get(mgmt, CORE, 'machines', 'default', name)) as unknown as Machine;
+    try {
+      return await eventually(`Machine ${name}`, async () => {
+        const m = await read();
+        return until(m) ? m : undefined;
+      }, 60_000);
+    } catch (e) {
+      assert.fail(`${(e as Error).message}: ${JSON.stringify((await read()).status)}\n${core?.logs().slice(-3000) ?? ''}`);
     }
   }
   const bootstrapReady = (m: Machine) => m.status?.conditions?.find((c) => c.type === 'BootstrapConfigReady');

@@ -9,52 +9,24 @@
  * over and serves the next Machine.
  */
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pino from 'pino';
 import { Kube } from '../../src/controller/kube.js';
 import { portOf } from '../../src/controller/metrics.js';
 import { DEFAULT_LEASE_NAME } from '../../src/controller/defaults.js';
 import { type RunningController, startController } from '../../src/controller/run.js';
-import { type ControlPlane, startControlPlane } from '../support/controlplane.js';
-import { missingDependency } from '../support/missing.js';
-import { BOOT, CapiFixtures, type Config, get, haveCapiCrds, installCapiCrds } from '../support/management.js';
-import { referenceTool } from '../support/tools.js';
+import type { ControlPlane } from '../support/controlplane.js';
+import { capturedLog } from '../support/logs.js';
+import { BOOT, CapiFixtures, type Config, eventually, get, managementSkip, startManagement } from '../support/management.js';
 import { validateCloudConfigSchema } from '../support/validators.js';
 
-const skip =
-  !referenceTool('kube-apiserver') || !referenceTool('etcd')
-    ? missingDependency('kube-apiserver and etcd are not built (npm run tools): the controller manager is not tested')
-    : !haveCapiCrds
-      ? missingDependency("Cluster API's CRDs are not beside the repository (../shared/capi-crds/v1.14.0): the controller manager is not tested")
-      : false;
-
-/** Poll `fn` until it returns a value other than undefined, or fail after `ms`. */
-async function eventually<T>(what: string, fn: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) assert.fail(`timed out after ${String(ms)} ms waiting for ${what}`);
-    await sleep(100);
-  }
-}
+const skip = managementSkip('the controller manager');
 
 describe('bootwright controller: two replicas, leader election, watches', { skip, timeout: 300_000 }, () => {
-  const planes: ControlPlane[] = [];
   let mgmt: ControlPlane;
   let fixtures: CapiFixtures;
-  const logLines: string[] = [];
-  const log = pino(
-    { level: 'debug' },
-    new Writable({
-      write: (chunk, _enc, done) => {
-        logLines.push(String(chunk));
-        done();
-      },
-    }),
-  );
+  let stop: (() => Promise<void>) | undefined;
+  const { log, lines: logLines } = capturedLog();
   const replicas: RunningController[] = [];
 
   const start = (identity: string) =>
@@ -79,15 +51,13 @@ describe('bootwright controller: two replicas, leader election, watches', { skip
   const config = async (name: string) => (await get(mgmt, BOOT, 'kubeadmconfigs', 'default', name)) as Config;
 
   before(async () => {
-    planes.push(...(await Promise.all([startControlPlane(), startControlPlane()])));
-    const [m, workload] = planes as [ControlPlane, ControlPlane];
-    mgmt = m;
-    fixtures = new CapiFixtures(mgmt, workload);
-    await installCapiCrds(mgmt);
+    const m = await startManagement();
+    ({ mgmt, stop } = m);
+    fixtures = new CapiFixtures(mgmt, m.workload);
   });
   after(async () => {
     await Promise.all(replicas.map((r) => r.stop()));
-    await Promise.all(planes.map((p) => p.stop()));
+    await stop?.();
   });
 
   it('one replica leads; it reconciles by watches; the standby takes over when it stops', async () => {

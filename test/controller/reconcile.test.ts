@@ -10,30 +10,22 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadAll } from 'js-yaml';
-import pino from 'pino';
 import { EventRecorder } from '../../src/controller/events.js';
 import { Kube } from '../../src/controller/kube.js';
 import { Reconciler, type ReconcilerOptions } from '../../src/controller/reconcile.js';
 import { tokenSecretName } from '../../src/controller/token.js';
 import { workerTemplate } from '../support/capi.js';
-import { type ControlPlane, startControlPlane } from '../support/controlplane.js';
+import type { ControlPlane } from '../support/controlplane.js';
 import { cloudConfigFiles, ignitionFiles } from '../support/decode.js';
-import { missingDependency } from '../support/missing.js';
-import { BOOT, CapiFixtures, type Config, CORE, create, get, haveCapiCrds, installCapiCrds, mergePatch, ownerRef, remove } from '../support/management.js';
+import { capturedLog } from '../support/logs.js';
+import { BOOT, CapiFixtures, type Config, CORE, create, get, managementSkip, mergePatch, ownerRef, remove, startManagement } from '../support/management.js';
 import { example } from '../support/requests.js';
-import { referenceTool } from '../support/tools.js';
 import { validateCloudConfigSchema, validateIgnitionSchema } from '../support/validators.js';
 
-const skip =
-  !referenceTool('kube-apiserver') || !referenceTool('etcd')
-    ? missingDependency('kube-apiserver and etcd are not built (npm run tools): the Cluster API controller is not tested')
-    : !haveCapiCrds
-      ? missingDependency("Cluster API's CRDs are not beside the repository (../shared/capi-crds/v1.14.0): the Cluster API controller is not tested")
-      : false;
+const skip = managementSkip('the Cluster API controller');
 
 type Obj = Record<string, unknown> & { metadata: Record<string, unknown> & { name: string } };
 const CA_HASH = (example('worker').spec.cluster as { caCertHashes: string[] }).caCertHashes[0]!;
@@ -41,24 +33,18 @@ const CA_HASH = (example('worker').spec.cluster as { caCertHashes: string[] }).c
 describe('the KubeadmConfig reconciler on a real API server', { skip, timeout: 300_000 }, () => {
   let mgmt: ControlPlane;
   let workload: ControlPlane;
-  const planes: ControlPlane[] = [];
-  const logLines: string[] = [];
-  const log = pino({ level: 'debug' }, new Writable({ write: (chunk, _enc, done) => {
-        logLines.push(String(chunk));
-        done();
-      } }));
+  let stop: (() => Promise<void>) | undefined;
+  const { log, lines: logLines } = capturedLog();
   const reconciler = (options: Partial<ReconcilerOptions> = {}) => {
     const kube = Kube.fromKubeconfig(mgmt.kubeconfig);
     return new Reconciler(kube, { tokenTtlMs: 15 * 60_000, ignitionVersion: '2.3', ...options }, new EventRecorder(kube, log, 'test'), log);
   };
 
   before(async () => {
-    planes.push(...(await Promise.all([startControlPlane(), startControlPlane()])));
-    [mgmt, workload] = planes as [ControlPlane, ControlPlane];
-    await installCapiCrds(mgmt);
+    ({ mgmt, workload, stop } = await startManagement());
   });
   after(async () => {
-    await Promise.all(planes.map((p) => p.stop()));
+    await stop?.();
   });
 
   const fixtures = () => new CapiFixtures(mgmt, workload);

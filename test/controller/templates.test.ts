@@ -17,28 +17,21 @@
  * reconciled / tried.
  */
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pino from 'pino';
 import { Kube } from '../../src/controller/kube.js';
 import { type RunningController, startController } from '../../src/controller/run.js';
 import { clusterNetworkOf, kubeadmConfigSpecToV1beta2 } from '../support/capi-convert.js';
-import { type ControlPlane, startControlPlane } from '../support/controlplane.js';
+import type { ControlPlane } from '../support/controlplane.js';
 import { CORPUS, type CorpusCase, fixture, haveCloudInit } from '../support/corpus.js';
 import { checkServedData } from '../support/corpus-check.js';
-import { BOOT, CapiFixtures, type Config, create, get, haveCapiCrds, installCapiCrds } from '../support/management.js';
+import { capturedLog } from '../support/logs.js';
+import { BOOT, CapiFixtures, type Config, create, get, managementSkip, startManagement } from '../support/management.js';
 import { missingDependency } from '../support/missing.js';
-import { referenceTool } from '../support/tools.js';
 
 const skip =
-  !referenceTool('kube-apiserver') || !referenceTool('etcd')
-    ? missingDependency('kube-apiserver and etcd are not built (npm run tools): the corpus is not reconciled by the controller')
-    : !haveCapiCrds
-      ? missingDependency("Cluster API's CRDs are not beside the repository: the corpus is not reconciled by the controller")
-      : !haveCloudInit()
-        ? missingDependency('cloud-init is not installed: the corpus reconciled by the controller is not checked')
-        : false;
+  managementSkip('the corpus reconciled by the controller') ||
+  (!haveCloudInit() ? missingDependency('cloud-init is not installed: the corpus reconciled by the controller is not checked') : false);
 
 /** The Kubernetes version of the corpus's substitutions (test/fixtures/capi-templates/README.md). */
 const KUBERNETES_VERSION = 'v1.33.2';
@@ -54,33 +47,22 @@ function configSpec(file: string): Record<string, unknown> {
 const CASES = CORPUS.filter((c) => !c.refused && c.os === undefined && c.role !== 'control-plane');
 
 describe('the corpus of published templates, reconciled by bootwright controller', { skip, timeout: 600_000 }, () => {
-  const planes: ControlPlane[] = [];
   let mgmt: ControlPlane;
   let fixtures: CapiFixtures;
-  let controller: RunningController;
-  const logLines: string[] = [];
+  let controller: RunningController | undefined;
+  let stop: (() => Promise<void>) | undefined;
+  const { log, lines: logLines } = capturedLog('info');
   const reconciled = new Set<string>();
 
   before(async () => {
-    planes.push(...(await Promise.all([startControlPlane(), startControlPlane()])));
-    const [m, workload] = planes as [ControlPlane, ControlPlane];
-    mgmt = m;
-    fixtures = new CapiFixtures(mgmt, workload);
-    await installCapiCrds(mgmt);
-    const log = pino(
-      { level: 'info' },
-      new Writable({
-        write: (chunk, _enc, done) => {
-          logLines.push(String(chunk));
-          done();
-        },
-      }),
-    );
+    const m = await startManagement();
+    ({ mgmt, stop } = m);
+    fixtures = new CapiFixtures(mgmt, m.workload);
     controller = await startController(Kube.fromKubeconfig(mgmt.kubeconfig), { tokenTtlMs: 15 * 60_000, ignitionVersion: '2.3', concurrency: 10, identity: 'corpus', health: { host: '127.0.0.1', port: 0 } }, log);
   });
   after(async () => {
-    await controller.stop();
-    await Promise.all(planes.map((p) => p.stop()));
+    await controller?.stop();
+    await stop?.();
   });
 
   /** Create the case's cluster, Secrets, Machine and KubeadmConfig; returns the config's name. */

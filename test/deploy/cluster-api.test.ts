@@ -15,20 +15,17 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadAll, load } from 'js-yaml';
-import pino from 'pino';
 import { CONTROLLER, controllerOptions } from '../../src/cli/controller.js';
 import { parseCommand } from '../../src/cli/commands.js';
 import { Kube } from '../../src/controller/kube.js';
 import { startController } from '../../src/controller/run.js';
 import { dumpYaml } from '../../src/yaml/dump.js';
 import { startControlPlane } from '../support/controlplane.js';
-import { CapiFixtures, get, haveCapiCrds, installCapiCrds } from '../support/management.js';
-import { missingDependency } from '../support/missing.js';
-import { referenceTool } from '../support/tools.js';
+import { capturedLog } from '../support/logs.js';
+import { CapiFixtures, get, installCapiCrds, managementSkip } from '../support/management.js';
 
 const dir = new URL('../../deploy/cluster-api/', import.meta.url);
 const read = (file: string) => readFileSync(new URL(file, dir), 'utf8');
@@ -136,12 +133,7 @@ describe('clusterctl release assets', () => {
   });
 });
 
-const skip =
-  !referenceTool('kube-apiserver') || !referenceTool('etcd')
-    ? missingDependency('kube-apiserver and etcd are not built (npm run tools): bootstrap-components.yaml is not applied to an API server')
-    : !haveCapiCrds
-      ? missingDependency("Cluster API's CRDs are not beside the repository: bootstrap-components.yaml is not applied to an API server")
-      : false;
+const skip = managementSkip('bootstrap-components.yaml on an API server');
 
 /** The REST collection of a component object. */
 function collection(o: Obj): string {
@@ -154,7 +146,7 @@ function collection(o: Obj): string {
 describe('bootstrap-components.yaml on a real API server', { skip, timeout: 240_000 }, () => {
   it("the controller runs with only the components' RBAC: leads, initialises, joins, nothing refused", async () => {
     const cp = await startControlPlane();
-    const logLines: string[] = [];
+    const { log, lines: logLines } = capturedLog();
     let running: Awaited<ReturnType<typeof startController>> | undefined;
     try {
       await installCapiCrds(cp);
@@ -176,15 +168,6 @@ describe('bootstrap-components.yaml on a real API server', { skip, timeout: 240_
         'current-context': 'bootwright',
       });
       const options = controllerOptions(parseCommand(CONTROLLER, deployment(objects).spec.template.spec.containers[0]!.args.slice(1)));
-      const log = pino(
-        { level: 'debug' },
-        new Writable({
-          write: (chunk, _enc, done) => {
-            logLines.push(String(chunk));
-            done();
-          },
-        }),
-      );
       running = await startController(Kube.fromKubeconfig(kubeconfig), { ...options, health: { host: '127.0.0.1', port: 0 }, leaderElection: { ...options.leaderElection!, namespace: 'bootwright-system' } }, log);
 
       // This API server is the workload cluster too: its kubeconfig Secret is the admin's.

@@ -16,31 +16,23 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { load, loadAll } from 'js-yaml';
-import pino from 'pino';
 import { Kube } from '../../src/controller/kube.js';
 import { type RunningController, startController } from '../../src/controller/run.js';
 import { tokenSecretName } from '../../src/controller/token.js';
-import { type ControlPlane, startControlPlane } from '../support/controlplane.js';
-import { CapiFixtures, get, haveCapiCrds, installCapiCrds } from '../support/management.js';
-import { missingDependency } from '../support/missing.js';
-import { referenceTool } from '../support/tools.js';
+import type { ControlPlane } from '../support/controlplane.js';
+import { capturedLog } from '../support/logs.js';
+import { CapiFixtures, get, managementSkip, startManagement } from '../support/management.js';
 import { bootGuest, firstBootSkip, GuestDisk, guestImage, type GuestImage } from './guest.js';
 
 const BOOT_TIMEOUT_MS = 6 * 60_000;
 
-const skip =
-  firstBootSkip() ||
-  (!referenceTool('kube-apiserver') || !referenceTool('etcd')
-    ? missingDependency('kube-apiserver and etcd are not built (npm run tools): no first boot of a controller-written Secret')
-    : !haveCapiCrds
-      ? missingDependency("Cluster API's CRDs are not beside the repository: no first boot of a controller-written Secret")
-      : false);
+const skip = firstBootSkip() || managementSkip('the first boot of a controller-written Secret');
 
 describe('first boot of a data Secret bootwright controller wrote', { skip, timeout: 15 * 60_000 }, () => {
-  const planes: ControlPlane[] = [];
   let mgmt: ControlPlane;
   let workload: ControlPlane;
-  let controller: RunningController;
+  let stop: (() => Promise<void>) | undefined;
+  let controller: RunningController | undefined;
   let image: GuestImage;
   let seed: Server;
   /** The NoCloud seed's files, by name. */
@@ -48,10 +40,8 @@ describe('first boot of a data Secret bootwright controller wrote', { skip, time
 
   before(async () => {
     image = await guestImage();
-    planes.push(...(await Promise.all([startControlPlane(), startControlPlane()])));
-    [mgmt, workload] = planes as [ControlPlane, ControlPlane];
-    await installCapiCrds(mgmt);
-    controller = await startController(Kube.fromKubeconfig(mgmt.kubeconfig), { tokenTtlMs: 15 * 60_000, ignitionVersion: '2.3', concurrency: 2, identity: 'firstboot', health: { host: '127.0.0.1', port: 0 } }, pino({ level: 'warn' }));
+    ({ mgmt, workload, stop } = await startManagement());
+    controller = await startController(Kube.fromKubeconfig(mgmt.kubeconfig), { tokenTtlMs: 15 * 60_000, ignitionVersion: '2.3', concurrency: 2, identity: 'firstboot', health: { host: '127.0.0.1', port: 0 } }, capturedLog('warn').log);
     seed = createServer((req, res) => {
       const body = files.get((req.url ?? '').replace(/^\/seed\//, ''));
       res.writeHead(body === undefined ? 404 : 200, { 'content-type': 'text/plain' }).end(body ?? '');
@@ -59,9 +49,9 @@ describe('first boot of a data Secret bootwright controller wrote', { skip, time
     await new Promise<void>((resolve) => seed.listen(0, '127.0.0.1', resolve));
   });
   after(async () => {
-    await controller.stop();
+    await controller?.stop();
     seed.close();
-    await Promise.all(planes.map((p) => p.stop()));
+    await stop?.();
   });
 
   it('a MachineDeployment worker boots from the Secret: files, user, ntp, commands, kubeadm join with the workload cluster token, sentinel', async () => {

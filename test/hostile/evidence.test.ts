@@ -7,12 +7,11 @@
  * count.
  */
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { openPostgresStore } from '../../src/store/postgres.js';
-import { openSqliteStore } from '../../src/store/sqlite.js';
+import { applyEvent, type StatusEvent } from '../../src/store/status.js';
 import type { Store } from '../../src/store/store.js';
-import { testDatabase } from '../support/postgres.js';
+import { onBothStores } from '../support/postgres.js';
 import { example } from '../support/requests.js';
 import { ADMIN, testService } from '../support/server.js';
 
@@ -51,23 +50,19 @@ async function probe(store: Store): Promise<void> {
 }
 
 describe('an /ipxe flood erases no evidence', () => {
-  it('SQLite', async () => {
-    const store = await openSqliteStore(':memory:');
-    try {
-      await probe(store);
-    } finally {
-      await store.close();
-    }
-  });
+  onBothStores('the fetch row and the phase history hold', probe);
 
-  describe('PostgreSQL', async () => {
-    const url = await testDatabase('PostgreSQL: an /ipxe flood erases no evidence');
-    if (url === undefined) return;
-    let store: Store | undefined;
-    after(async () => store?.close());
-    it('PostgreSQL', async () => {
-      store = await openPostgresStore(url);
-      await probe(store);
-    });
+  it('a boot does not restart the report count (a signed fetch does), nor repeats a transition while Booting', () => {
+    const at = '2026-12-04T00:00:00.000Z';
+    const report: StatusEvent = { kind: 'report', report: { outcome: 'success', output: '', exitCode: 0 }, maxReports: 2 };
+    const served: StatusEvent = { kind: 'served', served: { revision: 1, sha256: 'a', format: 'cloud-config' } };
+    let r = applyEvent(undefined, served, at).record;
+    r = applyEvent(r, report, at).record;
+    r = applyEvent(r, report, at).record;
+    for (let i = 0; i < 5; i++) r = applyEvent(r, { kind: 'booting' }, at).record;
+    assert.equal(applyEvent(r, report, at).accepted, false, 'two reports since the fetch: the third is refused, however many boots came between');
+    assert.deepEqual(r.transitions.map((t) => t.phase), ['Provisioning', 'Joined', 'Joined', 'Booting']);
+    const fetched = applyEvent(r, served, at).record;
+    assert.equal(applyEvent(fetched, report, at).accepted, true, 'a new fetch restarts the count');
   });
 });

@@ -8,12 +8,10 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { machineIdentity } from '../../src/boot/identity.js';
-import { openPostgresStore } from '../../src/store/postgres.js';
-import { openSqliteStore } from '../../src/store/sqlite.js';
 import type { Store } from '../../src/store/store.js';
-import { testDatabase } from '../support/postgres.js';
+import { onBothStores } from '../support/postgres.js';
 import { ADMIN, testService } from '../support/server.js';
 
 const hex = (s: string) => Buffer.from(s, 'utf8').toString('hex');
@@ -72,23 +70,5 @@ describe('hostile identities on /ipxe, on both stores', () => {
     assert.deepEqual(machineIdentity(new URLSearchParams('hostname=Node-1.Example.&serial=%20SN%2042%20&rack=r12&buildarch=x86_64')), { labels: { rack: 'r12' }, ignored: [], hostname: 'node-1.example', serial: 'SN 42', buildarch: 'x86_64' });
   });
 
-  it('SQLite: an answer for each, nothing unbounded or with a control character kept', async () => {
-    const store = await openSqliteStore(':memory:');
-    try {
-      await probe(store);
-    } finally {
-      await store.close();
-    }
-  });
-
-  describe('PostgreSQL', async () => {
-    const url = await testDatabase('PostgreSQL: an answer for each, nothing unbounded or with a control character kept');
-    if (url === undefined) return;
-    let store: Store | undefined;
-    after(async () => store?.close());
-    it('PostgreSQL: an answer for each, nothing unbounded or with a control character kept', async () => {
-      store = await openPostgresStore(url);
-      await probe(store);
-    });
-  });
+  onBothStores('an answer for each, nothing unbounded or with a control character kept', probe);
 });

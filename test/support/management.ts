@@ -18,8 +18,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { load } from 'js-yaml';
 import { controlPlaneSpec, workerTemplate } from './capi.js';
-import type { ControlPlane } from './controlplane.js';
+import { type ControlPlane, startControlPlane } from './controlplane.js';
+import { missingDependency } from './missing.js';
 import { example } from './requests.js';
+import { referenceTool, type ReferenceToolName } from './tools.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -30,6 +32,42 @@ export const CAPI_CRDS_DIR = process.env.BOOTWRIGHT_CAPI_CRDS_DIR ?? path.resolv
 export const haveCapiCrds = existsSync(path.join(CAPI_CRDS_DIR, 'bootstrap.cluster.x-k8s.io_kubeadmconfigs.yaml'));
 
 type Obj = Record<string, unknown> & { metadata: Record<string, unknown> & { name: string } };
+
+/**
+ * For node:test's `skip`: false when kube-apiserver, etcd, the `tools` named and Cluster
+ * API's CRDs are all there; else one loud `*** SKIPPED` line saying that `what` is not
+ * tested (a failure under CI, test/support/missing.ts).
+ */
+export function managementSkip(what: string, tools: readonly ReferenceToolName[] = []): string | false {
+  const missing = (['kube-apiserver', 'etcd', ...tools] as ReferenceToolName[]).filter((t) => referenceTool(t) === undefined);
+  if (missing.length > 0) return missingDependency(`${missing.join(', ')} not built (npm run tools): ${what} is not tested`);
+  if (!haveCapiCrds) return missingDependency(`Cluster API's CRDs are not beside the repository (${CAPI_CRDS_DIR}): ${what} is not tested`);
+  return false;
+}
+
+/** Poll `fn` every 100 ms until it returns a value other than undefined; fail after `ms` naming `what`. */
+export async function eventually<T>(what: string, fn: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${String(ms)} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** A management API server with Cluster API's CRDs installed, and a workload API server; stop both when done. */
+export async function startManagement(): Promise<{ mgmt: ControlPlane; workload: ControlPlane; stop: () => Promise<void> }> {
+  const [mgmt, workload] = await Promise.all([startControlPlane(), startControlPlane()]);
+  const stop = () => Promise.all([mgmt.stop(), workload.stop()]).then(() => undefined);
+  try {
+    await installCapiCrds(mgmt);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { mgmt, workload, stop };
+}
 
 /** Install every CRD of the directory (with the contract labels) and wait until each is Established. */
 export async function installCapiCrds(cp: ControlPlane): Promise<void> {

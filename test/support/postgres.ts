@@ -7,8 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import pg from 'pg';
+import { openPostgresStore } from '../../src/store/postgres.js';
+import { openSqliteStore } from '../../src/store/sqlite.js';
+import type { Store } from '../../src/store/store.js';
 
 /** The server the test databases are created on (its own database is never written). */
 export const ADMIN_URL = process.env.BOOTWRIGHT_TEST_DATABASE_URL ?? 'postgres://bootwright:bootwright@127.0.0.1:5432/postgres';
@@ -87,4 +90,30 @@ export async function dropDatabase(database: string): Promise<void> {
       await new Promise((r) => setTimeout(r, 500 * attempt));
     }
   }
+}
+
+/**
+ * Two tests of `probe`: on an in-memory SQLite store, and on a throwaway PostgreSQL
+ * database (skipped loudly without one, failed under CI; {@link testDatabase}). Call it
+ * inside a `describe`: the same hostile inputs against both stores.
+ */
+export function onBothStores(what: string, probe: (store: Store) => Promise<void>): void {
+  it(`SQLite: ${what}`, async () => {
+    const store = await openSqliteStore(':memory:');
+    try {
+      await probe(store);
+    } finally {
+      await store.close();
+    }
+  });
+  describe('PostgreSQL', async () => {
+    const url = await testDatabase(`PostgreSQL: ${what}`);
+    if (url === undefined) return;
+    let store: Store | undefined;
+    after(async () => store?.close());
+    it(`PostgreSQL: ${what}`, async () => {
+      store = await openPostgresStore(url);
+      await probe(store);
+    });
+  });
 }
