@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { DEFAULT_DOCUMENT_LIMITS, type DocumentLimits } from './request/bounds.js';
 import { zodProblems } from './request/parse.js';
 import { DEFAULT_LABEL_SELECTOR_LIMITS } from './store/selector.js';
+import { isAllowedHostEntry } from './api/hosts.js';
 
 export const SCOPES = ['read', 'render', 'write', 'admin'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -212,10 +213,31 @@ export const configSchema = z.strictObject({
   trustedProxies: z
     .preprocess((v) => (typeof v === 'string' ? v.split(',').map((x) => x.trim()).filter(Boolean) : v), z.array(z.string().refine((x) => isIP(x.replace(/\/\d{1,3}$/, '')) !== 0, 'must be an IP address or CIDR range')))
     .default([]),
+  /**
+   * The host names and addresses the service answers to, against DNS rebinding
+   * (src/api/hosts.ts): a request whose `Host` names none of them is a 421, except
+   * `/healthz`, `/readyz` and `/metrics`. Entries are names, `*.name` (any subdomain) or
+   * IP addresses; ports are not compared. Comma-separated in the environment. Default
+   * none: any Host is answered, as before 0.3.0 (set it on plain-HTTP deployments).
+   */
+  allowedHosts: z
+    .preprocess(
+      (v) => (typeof v === 'string' ? v.split(',').map((x) => x.trim().toLowerCase()).filter(Boolean) : v),
+      z.array(z.string().refine(isAllowedHostEntry, 'must be a host name, *.name or an IP address, without a port')),
+    )
+    .default([]),
   /** Bind the signed URLs `/ipxe` hands out to the client address that fetched it: a fetch from another address is a 403 (audited). */
   bindClientAddress: flag,
-  /** First fetch wins: a second fetch of a secret-bearing signed URL (Ignition, NoCloud user-data) is refused with 403 and counted in `bootwright_signed_url_refused_total`. */
-  firstFetchWins: flag,
+  /**
+   * First fetch wins: a second fetch of a secret-bearing signed URL (Ignition, NoCloud
+   * user-data) is refused with 403 and counted in `bootwright_signed_url_refused_total`.
+   * On by default since 0.3.0: the URL stays readable in the booted node's
+   * `/proc/cmdline`, and a replay would hand any process there the join token (or a
+   * control plane's CA keys). `false` restores the behaviour of 0.2.0.
+   */
+  firstFetchWins: z
+    .union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], { error: 'must be true or false' })
+    .default(true),
   /**
    * How long a boot report URL works after the signed URL the config was fetched with
    * expires, seconds (kubeadm may run, and retry, long after the fetch).
@@ -284,6 +306,7 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_BIND_CLIENT_ADDRESS: 'bindClientAddress',
   BOOTWRIGHT_FIRST_FETCH_WINS: 'firstFetchWins',
   BOOTWRIGHT_TRUSTED_PROXIES: 'trustedProxies',
+  BOOTWRIGHT_ALLOWED_HOSTS: 'allowedHosts',
   BOOTWRIGHT_REPORT_URL_SECONDS: 'reportUrlSeconds',
   BOOTWRIGHT_REPORT_TIMEOUT_SECONDS: 'reportTimeoutSeconds',
   BOOTWRIGHT_MAX_REPORT_BYTES: 'maxReportBytes',

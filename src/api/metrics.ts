@@ -97,7 +97,7 @@ export function createMetrics(cache: RenderCache, pool?: RenderPool, prerender?:
   });
   const signedUrlRefused = new Counter({
     name: 'bootwright_signed_url_refused_total',
-    help: 'Genuine signed URLs refused because they were fetched from another client address than the one they are bound to (reason client-address) or fetched a second time under first-fetch-wins (reason already-fetched), by route: someone else may hold the URL',
+    help: 'Genuine signed URLs refused because they were fetched from another client address than the one they are bound to (reason client-address) fetched a second time under first-fetch-wins (reason already-fetched), or issued for an earlier incarnation of the machine (reason incarnation), by route: someone else may hold the URL',
     labelNames: ['route', 'reason'] as const,
     registers: [registry],
   });

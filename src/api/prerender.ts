@@ -179,7 +179,7 @@ export class Prerenderer {
       // only with a public URL (else it takes the Host of the fetch).
       const base = this.ctx.config.publicUrl;
       const exp = String(Math.floor(Date.now() / 1000) + this.ctx.signing.lifetimeSeconds);
-      const report = { ...(base === undefined ? {} : { reportUrl: reportUrlFor(this.ctx, base, name, exp) }), ...storedLevels(parts) };
+      const report = { ...(base === undefined ? {} : { reportUrl: reportUrlFor(this.ctx, base, parts.machine, exp) }), ...storedLevels(parts) };
       // What a boot asks (Accept and query), per variant; the first is rendered with the assembly.
       const asks: FollowingRender[] =
         bootFormat(parts.profile.spec.output?.format) === 'ignition'

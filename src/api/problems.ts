@@ -17,6 +17,7 @@ export const PROBLEM_TYPES = {
   unauthorized: 'Unauthorized',
   forbidden: 'Forbidden',
   'not-found': 'Not found',
+  'misdirected-request': 'Misdirected request',
   conflict: 'Conflict',
   'precondition-failed': 'Precondition failed',
   'too-many-requests': 'Too many requests',

@@ -53,7 +53,18 @@ export function answerClientError(error: Error & { code?: string }, socket: Sock
 export function storageUnavailable(ctx: { config: Config; metrics: Metrics }, request: FastifyRequest, reply: FastifyReply, code: string): string {
   ctx.metrics.storageFaults.inc({ code });
   request.log.warn({ fault: code }, 'the store failed: answering 503');
+  void reply.header('retry-after', String(ctx.config.retryAfterSeconds));
+  return replaceWithProblem(reply, 'unavailable', 503, `the inventory store cannot be used right now (${code}); retry after the time in Retry-After`);
+}
+
+/**
+ * Turn an answer into an RFC 9457 problem from an `onSend` hook, before its bytes leave:
+ * the status and media type are set, the headers of the body it replaces (ETag, Vary,
+ * Content-Encoding, Content-Length, Last-Modified) dropped, and the problem returned as
+ * the payload to send instead.
+ */
+export function replaceWithProblem(reply: FastifyReply, kind: ProblemKind, status: number, detail: string): string {
   for (const name of ['etag', 'vary', 'content-encoding', 'content-length', 'last-modified']) reply.removeHeader(name);
-  void reply.code(503).type(PROBLEM_MEDIA_TYPE).header('cache-control', 'no-store').header('retry-after', String(ctx.config.retryAfterSeconds));
-  return JSON.stringify(problem('unavailable', 503, `the inventory store cannot be used right now (${code}); retry after the time in Retry-After`));
+  void reply.code(status).type(PROBLEM_MEDIA_TYPE).header('cache-control', 'no-store');
+  return JSON.stringify(problem(kind, status, detail));
 }

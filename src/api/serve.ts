@@ -58,7 +58,7 @@ interface TlsSetup {
   tls?: ServerTls;
   tlsCa?: string;
   files?: { cert: string; key: string; credentials: TlsCredentials };
-  generated?: { ca: boolean; serving: boolean; caFile: string; constrained: boolean };
+  generated?: { ca: boolean; serving: boolean; caFile: string; constrained: boolean; caKeyOnline: boolean; renewalDue: boolean; servingNotAfter: string };
 }
 
 /**
@@ -112,7 +112,7 @@ async function tlsSetup(config: Config): Promise<TlsSetup> {
     return {
       tls: { cert: credentials.cert, key: credentials.key, ca: ca ?? auto.caPem },
       files: { cert: auto.certFile, key: auto.keyFile, credentials },
-      generated: { ...auto.created, caFile: auto.caFile, constrained: auto.constrained },
+      generated: { ...auto.created, caFile: auto.caFile, constrained: auto.constrained, caKeyOnline: auto.caKeyOnline, renewalDue: auto.renewalDue, servingNotAfter: auto.servingNotAfter.toISOString() },
     };
   }
   return ca !== undefined ? { tlsCa: ca } : {};
@@ -168,9 +168,17 @@ export async function serve(config: Config, graceMs = 10_000): Promise<FastifyIn
     const fields = { cert: setup.files.cert, notAfter: credentials.notAfter.toISOString(), fingerprint: credentials.fingerprint, ...(setup.generated ? { generated: setup.generated } : {}) };
     if (credentials.expiresSoon) app.log.warn(fields, 'HTTPS: the certificate expires soon; replace the file (it is reloaded on change or SIGHUP)');
     else app.log.info(fields, 'HTTPS: serving with this certificate (reloaded on change or SIGHUP)');
+    if (setup.generated?.renewalDue) {
+      app.log.warn({ caFile: setup.generated.caFile, notAfter: setup.generated.servingNotAfter }, 'HTTPS: the serving certificate expires soon and the CA key is offline: put ca.key back for one start to renew it (docs/operating.md, "Keeping the CA key offline")');
+    } else if (setup.generated?.caKeyOnline) {
+      app.log.info({ caFile: setup.generated.caFile }, 'HTTPS: the CA key is next to ca.crt; it is needed only to issue serving certificates and may be kept offline (docs/operating.md, "Keeping the CA key offline")');
+    }
     if (setup.generated?.constrained === false) app.log.warn({ caFile: setup.generated.caFile }, 'HTTPS: the generated CA (made before 0.2.0) may sign for any name and lasts ten years; rotate it to one constrained to this service\'s names (docs/operating.md, "Rotating the generated CA")');
   }
   if (config.publicUrl?.startsWith('http:') && setup.tls) app.log.warn({ publicUrl: config.publicUrl }, 'HTTPS is on but the public URL is http: machines are handed http URLs');
+  if (!setup.tls && config.allowedHosts.length === 0 && !isLoopback(config.host)) {
+    app.log.warn({ host: config.host }, 'plain HTTP answering any Host: set BOOTWRIGHT_ALLOWED_HOSTS to the names machines use, against DNS rebinding (README, "What an attacker on the boot network can do")');
+  }
   const pidFile = join(config.dataDir, PID_FILE);
   app.addHook('onClose', (_app, done) => {
     removePidFile(pidFile);
@@ -208,4 +216,9 @@ export async function serve(config: Config, graceMs = 10_000): Promise<FastifyIn
   const written = writePidFile(pidFile);
   if (written) app.log.warn({ path: pidFile, code: written }, 'cannot write the PID file');
   return app;
+}
+
+/** Whether a listen address is a loopback one (only this host can connect: no boot network). */
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }

@@ -45,6 +45,7 @@ import { PACKAGE_VERSION } from '../version.js';
 import { MIN_TLS_VERSION } from '../tls/credentials.js';
 import { caRoutes } from './routes/ca.js';
 import { cameInPlain, PLAIN_ROUTES } from './plain.js';
+import { ANY_HOST_ROUTES, hostAllowed } from './hosts.js';
 import { withExamples } from './openapi-examples.js';
 import { RenderOverloadedError, RenderPool, RenderTimeoutError } from '../work/pool.js';
 import { REPORT_PATH } from '../boot/sign.js';
@@ -389,9 +390,14 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   // the hot path of every route. On HTTPS, the plain-HTTP listener (plain.ts) serves the
   // iPXE routes only.
   const tls = options.tls !== undefined;
+  const allowedHosts = config.allowedHosts;
   app.addHook('onRequest', (request, reply, done) => {
     if (!request.raw.complete) bodies.watch(request, reply);
     reply.header('x-request-id', request.id);
+    if (allowedHosts.length > 0 && !ANY_HOST_ROUTES.has(request.routeOptions.url ?? '') && !hostAllowed(request.host, allowedHosts)) {
+      sendProblem(reply, 'misdirected-request', 421, 'the Host header names none of the hosts this service answers to (BOOTWRIGHT_ALLOWED_HOSTS)');
+      return;
+    }
     if (tls && cameInPlain(request.raw) && !PLAIN_ROUTES.has(request.routeOptions.url ?? '')) {
       sendProblem(reply, 'not-found', 404, `only ${[...PLAIN_ROUTES].join(', ')} are served over plain HTTP; use https`);
       return;

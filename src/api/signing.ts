@@ -4,9 +4,10 @@
  * reach the service at.
  */
 import type { FastifyRequest } from 'fastify';
-import { decodeConfiguredKey, loadOrCreateKey, reportUrl } from '../boot/sign.js';
+import { decodeConfiguredKey, loadOrCreateKey, machineIncarnation, reportUrl } from '../boot/sign.js';
 import type { Config } from '../config.js';
 import { RequestError } from '../errors.js';
+import type { MachineSpec, StoredResource } from '../store/resources.js';
 
 /** Signed-URL settings of one service instance. */
 export interface UrlSigning {
@@ -79,11 +80,18 @@ export const REPORT_EXPIRY_GRID_SECONDS = 3600;
  * The boot report URL carried in data fetched with a signed URL expiring at `exp`
  * (decimal unix seconds): it works until `exp` rounded up to
  * {@link REPORT_EXPIRY_GRID_SECONDS}, plus `reportUrlSeconds`. It is the same for every
- * fetch of that URL, so the bytes, their ETag and a pointer's hash are too.
+ * fetch of that URL, so the bytes, their ETag and a pointer's hash are too. It is bound
+ * to the incarnation of the stored machine the data is rendered from (sign.ts
+ * `machineIncarnation`), so it reports for that incarnation only.
  *
  * @throws TypeError for a bad base URL or machine id (sign.ts `reportUrl`)
  */
-export function reportUrlFor(ctx: { signing: UrlSigning; config: Pick<Config, 'reportUrlSeconds'> }, base: string, machine: string, exp: string): string {
+export function reportUrlFor(
+  ctx: { signing: UrlSigning; config: Pick<Config, 'reportUrlSeconds'> },
+  base: string,
+  machine: StoredResource<MachineSpec>,
+  exp: string,
+): string {
   const expiresAt = Math.ceil(Number(exp) / REPORT_EXPIRY_GRID_SECONDS) * REPORT_EXPIRY_GRID_SECONDS + ctx.config.reportUrlSeconds;
-  return reportUrl(base, machine, ctx.signing.key(), expiresAt);
+  return reportUrl(base, machine.name, ctx.signing.key(), expiresAt, machineIncarnation(machine));
 }

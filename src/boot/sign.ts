@@ -25,8 +25,15 @@
  * The signed message is `machine + "\n" + path + "\n" + exp` (UTF-8), so a signature
  * for one machine, route or expiry verifies for no other: machine ids are DNS-1123
  * labels and paths start with `/`, neither contains a newline, and `exp` is decimal.
+ *
+ * URLs are also bound to the machine's **incarnation** ({@link machineIncarnation}), so
+ * a URL handed to one incarnation of a machine serves nothing to the next: after a
+ * delete and re-create, or a move to another cluster, it is refused. The incarnation
+ * travels in the URL (`inc=` in a query; `<exp>.<inc>` in the NoCloud expiry segment),
+ * is signed, and the route compares it with the stored machine's. URLs without one were
+ * issued by releases up to 0.2.0 and verify as they did until they expire.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../config.js';
@@ -81,15 +88,45 @@ export type Verdict = 'ok' | 'expired' | 'invalid' | 'elsewhere';
  */
 const CLIENT = /^[0-9A-Fa-f.:]{2,45}$/;
 
+/** Length of a machine incarnation, hex digits (64 bits). */
+export const INCARNATION_HEX = 16;
+const INCARNATION = /^[0-9a-f]{16}$/;
+
+/**
+ * A stored machine's incarnation: hex of the first 8 bytes of SHA-256 over
+ * `createdAt + "\n" + spec.cluster`. `createdAt` is set by the store when the machine is
+ * created and kept by every replace, so the incarnation changes on a delete and
+ * re-create, and on a move to another cluster, and on nothing else: an edit of labels,
+ * selectors or the profile keeps in-flight URLs working (the data they fetch is rendered
+ * from the current revision anyway).
+ *
+ * @param machine the stored machine (its `createdAt`, ISO 8601, and `spec.cluster`)
+ * @returns 16 lowercase hex digits
+ */
+export function machineIncarnation(machine: { createdAt: string; spec: { cluster: string } }): string {
+  return createHash('sha256').update(`${machine.createdAt}\n${machine.spec.cluster}`, 'utf8').digest('hex').slice(0, INCARNATION_HEX);
+}
+
+/** Whether `text` has the shape of an incarnation ({@link machineIncarnation}). */
+export function isIncarnation(text: string): boolean {
+  return INCARNATION.test(text);
+}
+
 function checkMessageParts(machine: string, path: string): void {
   if (machine === '' || /[\n\r]/.test(machine)) throw new TypeError('machine must be a non-empty id without line breaks');
   if (!path.startsWith('/') || /[\n\r]/.test(path)) throw new TypeError('path must start with "/" and have no line breaks');
 }
 
-function mac(key: Buffer, machine: string, path: string, exp: string, client?: string): string {
-  return createHmac('sha256', key)
-    .update(`${machine}\n${path}\n${exp}${client === undefined ? '' : `\n${client}`}`, 'utf8')
-    .digest('base64url');
+/**
+ * The HMAC of a URL. Without an incarnation the message is the one releases up to 0.2.0
+ * signed (`machine\npath\nexp`, `\nclient` appended when bound: three or four lines);
+ * with one it is always five lines, `machine\npath\nexp\nclient\ninc` (client empty when
+ * unbound), so no message of one shape equals one of the other.
+ */
+function mac(key: Buffer, machine: string, path: string, exp: string, client?: string, incarnation?: string): string {
+  const message =
+    incarnation === undefined ? `${machine}\n${path}\n${exp}${client === undefined ? '' : `\n${client}`}` : `${machine}\n${path}\n${exp}\n${client ?? ''}\n${incarnation}`;
+  return createHmac('sha256', key).update(message, 'utf8').digest('base64url');
 }
 
 /** Whether `client` is an address a URL can be bound to (IPv4 or IPv6 text, no zone). */
@@ -105,18 +142,22 @@ export function bindableClient(client: string): boolean {
  * @param path the route path signed: {@link IGNITION_PATH}, or a {@link nocloudPrefix}
  * @param expiresAt expiry, unix seconds (an integer ≥ 0); the URL is refused from this second on
  * @param client the client address to bind the URL to, if any ({@link bindableClient})
+ * @param incarnation the machine's incarnation to bind the URL to ({@link machineIncarnation});
+ *   every URL the service hands out has one, only releases up to 0.2.0 signed without
  * @returns `{exp, sig}`: `exp` the decimal expiry, `sig` base64url (RFC 4648 §5, no
- *   padding) of HMAC-SHA256 (RFC 2104) over `machine\npath\nexp` (`\nclient` appended when bound)
+ *   padding) of HMAC-SHA256 (RFC 2104) over `machine\npath\nexp\nclient\ninc` (without
+ *   an incarnation: `machine\npath\nexp`, `\nclient` appended when bound)
  * @throws TypeError when `machine` is empty, `path` does not start with `/`, either
- *   holds a line break, `expiresAt` is not a non-negative safe integer, or `client` is
- *   not an IP address
+ *   holds a line break, `expiresAt` is not a non-negative safe integer, `client` is
+ *   not an IP address, or `incarnation` is not 16 lowercase hex digits
  */
-export function signPath(key: Buffer, machine: string, path: string, expiresAt: number, client?: string): Signature {
+export function signPath(key: Buffer, machine: string, path: string, expiresAt: number, client?: string, incarnation?: string): Signature {
   checkMessageParts(machine, path);
   if (!Number.isSafeInteger(expiresAt) || expiresAt < 0) throw new TypeError('expiresAt must be a non-negative integer (unix seconds)');
   if (client !== undefined && !bindableClient(client)) throw new TypeError('client must be an IP address');
+  if (incarnation !== undefined && !isIncarnation(incarnation)) throw new TypeError('incarnation must be 16 lowercase hex digits');
   const exp = String(expiresAt);
-  return { exp, sig: mac(key, machine, path, exp, client) };
+  return { exp, sig: mac(key, machine, path, exp, client, incarnation) };
 }
 
 /**
@@ -134,16 +175,28 @@ export function signPath(key: Buffer, machine: string, path: string, expiresAt: 
  * @param now the current time, unix seconds
  * @param bound for a bound URL: `client`, the address the URL names (what was signed),
  *   and `from`, the address presenting it
+ * @param incarnation the incarnation the URL names, if it names one (what was signed); the
+ *   caller compares it with the stored machine's ({@link machineIncarnation})
  * @returns `ok`; `expired` when the signature is genuine but `now >= exp`; `elsewhere`
  *   when it is genuine and unexpired but `from` is not the bound `client`; `invalid` for
- *   a malformed `exp`, `sig` or client, or a signature made for another machine, path,
- *   expiry, client address or key. Never throws.
+ *   a malformed `exp`, `sig`, client or incarnation, or a signature made for another
+ *   machine, path, expiry, client address, incarnation or key. Never throws.
  */
-export function verifySignature(key: Buffer, machine: string, path: string, exp: string, sig: string, now: number, bound?: { client: string; from: string }): Verdict {
+export function verifySignature(
+  key: Buffer,
+  machine: string,
+  path: string,
+  exp: string,
+  sig: string,
+  now: number,
+  bound?: { client: string; from: string },
+  incarnation?: string,
+): Verdict {
   if (!/^(0|[1-9][0-9]{0,14})$/.test(exp) || !/^[A-Za-z0-9_-]{43}$/.test(sig)) return 'invalid';
   if (machine === '' || /[\n\r]/.test(machine) || !path.startsWith('/') || /[\n\r]/.test(path)) return 'invalid';
   if (bound !== undefined && !bindableClient(bound.client)) return 'invalid';
-  const expected = Buffer.from(mac(key, machine, path, exp, bound?.client), 'ascii');
+  if (incarnation !== undefined && !isIncarnation(incarnation)) return 'invalid';
+  const expected = Buffer.from(mac(key, machine, path, exp, bound?.client, incarnation), 'ascii');
   const given = Buffer.from(sig, 'ascii');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'invalid';
   if (now >= Number(exp)) return 'expired';
@@ -176,9 +229,10 @@ export function routeUrl(baseUrl: string, path: string): URL {
  *
  * - A path ending in `/` is a directory prefix whose files the client appends (NoCloud,
  *   {@link nocloudPrefix}): `exp` and `sig` become two more path segments,
- *   `<base><path><exp>/<sig>/`, and the machine id must already be in the path.
+ *   `<base><path><exp>/<sig>/` (the expiry segment `<exp>.<inc>` with an incarnation,
+ *   `~<client>` appended when bound), and the machine id must already be in the path.
  * - Any other path (Ignition, {@link IGNITION_PATH}) gets the query
- *   `?machine=<machine>&exp=<exp>&sig=<sig>`.
+ *   `?machine=<machine>&inc=<inc>&exp=<exp>&sig=<sig>` (`client=` before `sig` when bound).
  *
  * Either way the signature is over `(machine, path, now + lifetime)` ({@link signPath}),
  * and every character of the result is URI-safe (RFC 3986 §2: the id is a DNS-1123
@@ -192,10 +246,11 @@ export function routeUrl(baseUrl: string, path: string): URL {
  * @param lifetimeSeconds how long the URL works, seconds from `now` (default one hour)
  * @param now the current time, unix seconds (default the system clock)
  * @param client bind the URL to this client address (issue 16): `client=` joins the
- *   query, or the expiry segment of a prefix becomes `<exp>~<client>`
+ *   query, or the expiry segment of a prefix gains `~<client>`
+ * @param incarnation bind the URL to this incarnation of the machine ({@link machineIncarnation})
  * @returns the URL as a string
- * @throws TypeError for a bad base URL, path, machine id, lifetime, client, or a prefix path that
- *   does not contain `/<machine>/`
+ * @throws TypeError for a bad base URL, path, machine id, lifetime, client, incarnation,
+ *   or a prefix path that does not contain `/<machine>/`
  */
 export function signedUrl(
   baseUrl: string,
@@ -205,24 +260,25 @@ export function signedUrl(
   lifetimeSeconds: number = DEFAULT_LIFETIME_SECONDS,
   now: number = Date.now() / 1000,
   client?: string,
+  incarnation?: string,
 ): string {
   if (!Number.isSafeInteger(lifetimeSeconds) || lifetimeSeconds < 1) throw new TypeError('lifetimeSeconds must be a positive integer');
   if (!Number.isFinite(now) || now < 0) throw new TypeError('now must be unix seconds');
   if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(machine)) throw new TypeError(`machine id ${JSON.stringify(machine)} is not a DNS-1123 label`);
-  const { exp, sig } = signPath(key, machine, path, Math.floor(now) + lifetimeSeconds, client);
+  const { exp, sig } = signPath(key, machine, path, Math.floor(now) + lifetimeSeconds, client, incarnation);
   if (path.endsWith('/')) {
     if (!path.includes(`/${machine}/`)) throw new TypeError(`prefix path ${JSON.stringify(path)} does not name machine ${machine}`);
-    return routeUrl(baseUrl, `${path}${exp}${client === undefined ? '' : `~${client}`}/${sig}/`).href;
+    return routeUrl(baseUrl, `${path}${exp}${incarnation === undefined ? '' : `.${incarnation}`}${client === undefined ? '' : `~${client}`}/${sig}/`).href;
   }
   const url = routeUrl(baseUrl, path);
-  url.search = new URLSearchParams({ machine, exp, ...(client === undefined ? {} : { client }), sig }).toString();
+  url.search = new URLSearchParams({ machine, ...(incarnation === undefined ? {} : { inc: incarnation }), exp, ...(client === undefined ? {} : { client }), sig }).toString();
   return url.href;
 }
 
 /**
  * The signed URL a machine's boot script hands to its OS: the Ignition route for
  * `ignition`, the NoCloud seed prefix for `cloud-config` ({@link signedUrl} with
- * {@link IGNITION_PATH} or {@link nocloudPrefix}), bound to `client` when given.
+ * {@link IGNITION_PATH} or {@link nocloudPrefix}), bound to `client` and `incarnation` when given.
  *
  * @throws TypeError as {@link signedUrl}
  */
@@ -234,26 +290,28 @@ export function bootstrapUrl(
   lifetimeSeconds: number = DEFAULT_LIFETIME_SECONDS,
   now: number = Date.now() / 1000,
   client?: string,
+  incarnation?: string,
 ): string {
   const path = format === 'ignition' ? IGNITION_PATH : nocloudPrefix(machine);
-  return signedUrl(baseUrl, path, machine, key, lifetimeSeconds, now, client);
+  return signedUrl(baseUrl, path, machine, key, lifetimeSeconds, now, client, incarnation);
 }
 
 /**
- * The signed boot report URL of a machine: `<base>/report?machine=ID&exp=EXP&sig=SIG`,
- * signed over {@link REPORT_PATH}. The expiry is given, not computed from the clock, so
+ * The signed boot report URL of a machine: `<base>/report?machine=ID&inc=INC&exp=EXP&sig=SIG`,
+ * signed over {@link REPORT_PATH} and bound to the machine's incarnation when given. The expiry is given, not computed from the clock, so
  * the bootstrap data carrying it is the same bytes for the same fetch URL (ETags, the
  * render cache, pointer hashes): the firmware routes pass the expiry of the signed URL
  * the config was fetched with plus the report lifetime.
  *
  * @param expiresAt expiry, unix seconds (a non-negative integer)
+ * @param incarnation the machine's incarnation ({@link machineIncarnation})
  * @throws TypeError as {@link signPath}, or for a bad base URL or machine id
  */
-export function reportUrl(baseUrl: string, machine: string, key: Buffer, expiresAt: number): string {
+export function reportUrl(baseUrl: string, machine: string, key: Buffer, expiresAt: number, incarnation?: string): string {
   if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(machine)) throw new TypeError(`machine id ${JSON.stringify(machine)} is not a DNS-1123 label`);
-  const { exp, sig } = signPath(key, machine, REPORT_PATH, expiresAt);
+  const { exp, sig } = signPath(key, machine, REPORT_PATH, expiresAt, undefined, incarnation);
   const url = routeUrl(baseUrl, REPORT_PATH);
-  url.search = new URLSearchParams({ machine, exp, sig }).toString();
+  url.search = new URLSearchParams({ machine, ...(incarnation === undefined ? {} : { inc: incarnation }), exp, sig }).toString();
   return url.href;
 }
 
@@ -324,10 +382,17 @@ export function loadOrCreateKey(dataDir: string, configured?: string): SigningKe
 }
 
 /**
- * Split the expiry segment of a NoCloud seed path: `<exp>` or, for a bound URL,
- * `<exp>~<client>` ({@link signedUrl}).
+ * Split the expiry segment of a NoCloud seed path ({@link signedUrl}): `<exp>`, then
+ * `.<inc>` when the URL names an incarnation, then `~<client>` when it is bound to a
+ * client address. The parts are checked by {@link verifySignature}, not here.
  */
-export function splitExpiry(segment: string): { exp: string; client?: string } {
-  const at = segment.indexOf('~');
-  return at < 0 ? { exp: segment } : { exp: segment.slice(0, at), client: segment.slice(at + 1) };
+export function splitExpiry(segment: string): { exp: string; client?: string; incarnation?: string } {
+  const tilde = segment.indexOf('~');
+  const head = tilde < 0 ? segment : segment.slice(0, tilde);
+  const dot = head.indexOf('.');
+  return {
+    exp: dot < 0 ? head : head.slice(0, dot),
+    ...(dot < 0 ? {} : { incarnation: head.slice(dot + 1) }),
+    ...(tilde < 0 ? {} : { client: segment.slice(tilde + 1) }),
+  };
 }

@@ -53,6 +53,7 @@ import { applyEvent, type FleetCounts, type StatusEvent, type StatusRecord } fro
 import { requirementsOf } from './selector.js';
 import {
   type AuditBounds,
+  type UrlClaim,
   type AuditEntry,
   type AuditInput,
   before,
@@ -448,21 +449,26 @@ export class PostgresStore implements Store {
   }
 
   /** @inheritdoc */
-  async recordAudit(entry: AuditInput, bounds: AuditBounds = {}, event?: StatusEvent): Promise<void> {
+  async recordAudit(entry: AuditInput, bounds: AuditBounds = {}, event?: StatusEvent, claim?: UrlClaim): Promise<boolean> {
     const values = auditValues(entry, this.timestamp());
     const insert = `INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (${values.map((_v, i) => `$${i + 1}`).join(', ')})`;
     if (!isRefusal(entry.status)) {
       const max = bounds.maxServedPerMachine;
-      if (!event && max === undefined) {
+      if (!event && max === undefined && !claim) {
         await this.pool.query(insert, values);
-        return;
+        return true;
       }
-      await this.transaction(async (client) => {
+      return this.transaction(async (client) => {
+        if (claim) {
+          await client.query('DELETE FROM claimed_urls WHERE expires_at <= $1', [Math.floor(this.now().getTime() / 1000)]);
+          const inserted = await client.query('INSERT INTO claimed_urls (key, machine, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING', [claim.key, entry.machine, claim.expiresAt]);
+          if (inserted.rowCount !== 1) return false;
+        }
         await client.query(insert, values);
         if (max !== undefined) await client.query(TRIM_SERVED_AUDIT, [entry.machine, entry.route, max - 1]);
         if (event) await this.applyStatus(client, entry.machine, event);
+        return true;
       });
-      return;
     }
     // The refusal counter row is updated (and locked) in every such transaction, so
     // replicas count and trim one after another.
@@ -477,6 +483,7 @@ export class PostgresStore implements Store {
         await countBy(client, -trimmed);
       }
     });
+    return true;
   }
 
   /** @inheritdoc */
@@ -488,12 +495,8 @@ export class PostgresStore implements Store {
   }
 
   /** @inheritdoc */
-  async claimUrl(key: string, machine: string, expiresAt: number): Promise<boolean> {
-    return this.transaction(async (client) => {
-      await client.query('DELETE FROM claimed_urls WHERE expires_at <= $1', [Math.floor(this.now().getTime() / 1000)]);
-      const inserted = await client.query('INSERT INTO claimed_urls (key, machine, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING', [key, machine, expiresAt]);
-      return inserted.rowCount === 1;
-    });
+  async urlClaimed(key: string): Promise<boolean> {
+    return (await this.pool.query('SELECT 1 FROM claimed_urls WHERE key = $1 AND expires_at > $2', [key, Math.floor(this.now().getTime() / 1000)])).rows.length > 0;
   }
 
   /** @inheritdoc */

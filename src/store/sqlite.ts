@@ -42,6 +42,7 @@ import { applyEvent, type FleetCounts, type StatusEvent, type StatusRecord } fro
 import { requirementsOf } from './selector.js';
 import {
   type AuditBounds,
+  type UrlClaim,
   type AuditEntry,
   type AuditInput,
   before,
@@ -218,6 +219,7 @@ export class SqliteStore implements Store {
           "WHERE r.kind = 'Machine' GROUP BY s.phase, stalled",
       ),
       expireClaims: db.prepare<[number]>('DELETE FROM claimed_urls WHERE expires_at <= ?'),
+      urlClaimed: db.prepare<[string, number], { one: number }>('SELECT 1 AS one FROM claimed_urls WHERE key = ? AND expires_at > ?'),
       claimUrl: db.prepare<[string, string, number]>('INSERT INTO claimed_urls (key, machine, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING'),
       // An update, then an insert when nothing was updated: an INSERT .. ON CONFLICT would
       // take an AUTOINCREMENT id on every sighting, leaving gaps in the ids operators type.
@@ -248,16 +250,22 @@ export class SqliteStore implements Store {
       return accepted;
     };
     this.writes = {
-      audit: db.transaction((entry: AuditInput, bounds: AuditBounds, event: StatusEvent | undefined) => {
+      audit: db.transaction((entry: AuditInput, bounds: AuditBounds, event: StatusEvent | undefined, claim: UrlClaim | undefined): boolean => {
+        const served = !isRefusal(entry.status);
+        if (served && claim) {
+          s.expireClaims.run(Math.floor(this.now().getTime() / 1000));
+          if (s.claimUrl.run(claim.key, entry.machine, claim.expiresAt).changes !== 1) return false;
+        }
         s.insertAudit.run(...auditValues(entry, this.timestamp()));
-        if (!isRefusal(entry.status)) {
+        if (served) {
           if (bounds.maxServedPerMachine !== undefined) s.trimServed.run(entry.machine, entry.route, entry.machine, entry.route, bounds.maxServedPerMachine - 1);
           if (event) applyStatus(entry.machine, event);
-          return;
+          return true;
         }
         const expired = bounds.retentionSeconds ? s.expireRefusals.run(before(this.now(), bounds.retentionSeconds)).changes : 0;
         const count = s.countRefusals.get(1 - expired)!.count;
         if (bounds.maxRefused !== undefined && count > bounds.maxRefused) s.countRefusals.get(-s.trimRefusals.run(count - bounds.maxRefused).changes);
+        return true;
       }),
       discovered: db.transaction((key: ReturnType<typeof discoveredKey>, bounds: DiscoveredBounds): DiscoveredMachine | undefined => {
         const now = this.now();
@@ -266,10 +274,6 @@ export class SqliteStore implements Store {
         const at = now.toISOString();
         const row = s.touchDiscovered.get(at, key.mac, key.uuid, key.serial, key.hostname) ?? s.insertDiscovered.get(key.mac, key.uuid, key.serial, key.hostname, at, at)!;
         return toDiscovered(row);
-      }),
-      claim: db.transaction((key: string, machine: string, expiresAt: number): boolean => {
-        s.expireClaims.run(Math.floor(this.now().getTime() / 1000));
-        return s.claimUrl.run(key, machine, expiresAt).changes === 1;
       }),
       status: db.transaction(applyStatus),
     };
@@ -471,10 +475,8 @@ export class SqliteStore implements Store {
   }
 
   /** @inheritdoc */
-  recordAudit(entry: AuditInput, bounds: AuditBounds = {}, event?: StatusEvent): Promise<void> {
-    return this.write_(() => {
-      this.writes.audit.immediate(entry, bounds, event);
-    });
+  recordAudit(entry: AuditInput, bounds: AuditBounds = {}, event?: StatusEvent, claim?: UrlClaim): Promise<boolean> {
+    return this.write_(() => this.writes.audit.immediate(entry, bounds, event, claim));
   }
 
   /** @inheritdoc */
@@ -482,9 +484,9 @@ export class SqliteStore implements Store {
     return settle(() => this.statements.audit.all(machine, checkLimit(options.limit)).map(toAuditEntry));
   }
 
-  /** @inheritdoc A boot-route write: batched like the audit rows (resolves once committed). */
-  claimUrl(key: string, machine: string, expiresAt: number): Promise<boolean> {
-    return this.write_(() => this.writes.claim.immediate(key, machine, expiresAt));
+  /** @inheritdoc */
+  urlClaimed(key: string): Promise<boolean> {
+    return settle(() => this.statements.urlClaimed.get(key, Math.floor(this.now().getTime() / 1000)) !== undefined);
   }
 
   /** @inheritdoc */

@@ -93,6 +93,14 @@ export const isRefusal = (status: number): boolean => status >= 400;
  * expired signatures, any machine name) can write. Rows of answers that served (status
  * below 400) are never pruned: an acknowledged fetch keeps its row.
  */
+/** A signed URL claimed by the audit row of its first served fetch (first fetch wins, issue 16). */
+export interface UrlClaim {
+  /** A digest naming the URL (never the signature itself). */
+  key: string;
+  /** The URL's expiry, unix seconds: the claim is kept until then. */
+  expiresAt: number;
+}
+
 export interface AuditBounds {
   /** Keep at most this many refusal rows: after writing one, the oldest beyond it are deleted. */
   maxRefused?: number;
@@ -235,8 +243,17 @@ export interface Store {
    * @param event for an answer that served, the lifecycle event it causes, applied to
    *   the machine's status in the same transaction (as {@link updateStatus}): a boot
    *   route's fetch is acknowledged after one commit, not two. Ignored for a refusal.
+   * @param claim for an answer that served, the signed URL it claims (first fetch wins,
+   *   issue 16), in the same transaction: the claim is inserted unless it is there, and
+   *   when it is there nothing is written and the result is false. Of any number of
+   *   callers (replicas sharing a PostgreSQL database included) exactly one writes, and
+   *   the claim survives restarts. Because the claim commits with the audit row, an
+   *   answer whose row could not be written (a 503 the client retries) claims nothing.
+   *   Claims past their expiry are deleted in the same transaction (each once, by an
+   *   index), so the table holds only unexpired URLs. Ignored for a refusal.
+   * @returns false when `claim` was taken before (nothing written), else true
    */
-  recordAudit(entry: AuditInput, bounds?: AuditBounds, event?: StatusEvent): Promise<void>;
+  recordAudit(entry: AuditInput, bounds?: AuditBounds, event?: StatusEvent, claim?: UrlClaim): Promise<boolean>;
 
   /**
    * A machine's audit rows, newest first.
@@ -257,18 +274,13 @@ export interface Store {
   fetchCount(machine: string): Promise<number>;
 
   /**
-   * First fetch wins (issue 16): claim a signed URL, atomically. Inserts `key` unless it
-   * is there, and returns whether this call inserted it; of any number of callers
-   * (replicas sharing a PostgreSQL database included) exactly one gets true, and the
-   * claim survives restarts. Claims past their expiry are deleted in the same
-   * transaction (each once, by an index), so the table holds only unexpired URLs: a
-   * number bounded by the signed URLs issued within one lifetime.
+   * Whether a signed URL is claimed (first fetch wins, issue 16; claims are written by
+   * {@link recordAudit}): a read, which lets a replay be refused before anything is
+   * rendered or counted. An unexpired claim only.
    *
-   * @param key a digest naming the URL (never the signature itself)
-   * @param machine the machine the URL is for
-   * @param expiresAt the URL's expiry, unix seconds: the claim is kept until then
+   * @param key a digest naming the URL ({@link UrlClaim})
    */
-  claimUrl(key: string, machine: string, expiresAt: number): Promise<boolean>;
+  urlClaimed(key: string): Promise<boolean>;
 
   /** Reset a machine's fetch counter to 0 (an operator allowing it to boot again). */
   resetFetches(machine: string): Promise<void>;

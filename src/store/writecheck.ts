@@ -27,7 +27,7 @@
  */
 import { isIP } from 'node:net';
 import { bootFormat, machineScript, provisioningArgs } from '../boot/ipxe.js';
-import { bootstrapUrl } from '../boot/sign.js';
+import { bootstrapUrl, INCARNATION_HEX } from '../boot/sign.js';
 import { type FieldProblem, RequestError } from '../errors.js';
 import { renderNodeBootstrap } from '../render.js';
 import { RULES_VERSION } from '../rules.js';
@@ -137,7 +137,9 @@ export function bootProblems(profile: ProfileSpec, machine: string, ctx: Pick<Wr
   if (!profile.boot) return [];
   const format = bootFormat(profile.output?.format);
   try {
-    machineScript(profile.boot, provisioningArgs(format, bootstrapUrl(format, ctx.baseUrl, machine, ctx.signingKey, ctx.signedUrlSeconds)), ctx.baseUrl);
+    // The incarnation is not known before the machine is stored; any one has the same length.
+    const url = bootstrapUrl(format, ctx.baseUrl, machine, ctx.signingKey, ctx.signedUrlSeconds, undefined, undefined, '0'.repeat(INCARNATION_HEX));
+    machineScript(profile.boot, provisioningArgs(format, url), ctx.baseUrl);
     return [];
   } catch (e) {
     if (e instanceof RequestError) return e.problems;

@@ -12,6 +12,12 @@
  *   with an `iPAddress` entry for an IP and a `dNSName` for a name (RFC 6125: clients match
  *   the SAN, not the CN), `extendedKeyUsage: serverAuth`.
  *
+ * The CA key is needed only to issue a serving certificate. An operator may move `ca.key`
+ * off the machine once the serving certificate exists (an offline CA): starts go on
+ * without it while the serving certificate is valid and names every host asked for
+ * (within {@link RENEW_BEFORE_DAYS} of its expiry with a warning, `renewalDue`), and a
+ * start that must issue one stops, asking for the key back for that start.
+ *
  * ECDSA keeps the CA small: a pointer config carrying it inline stays well under a kernel
  * command line or a 16 KiB user-data limit. Firmware whose TLS stack only speaks RSA
  * (iPXE builds before its ECDSA support) needs an operator certificate instead
@@ -54,6 +60,12 @@ export interface AutoTls {
   created: { ca: boolean; serving: boolean };
   /** Whether the CA carries name constraints (one made before 0.2.0 does not: rotate it). */
   constrained: boolean;
+  /** Whether `ca.key` is in the directory (false: an offline CA). */
+  caKeyOnline: boolean;
+  /** With an offline CA key: the serving certificate is within {@link RENEW_BEFORE_DAYS} of expiry (put the key back for one start). */
+  renewalDue: boolean;
+  /** When the serving certificate expires. */
+  servingNotAfter: Date;
 }
 
 /** A CA that cannot sign for the hosts asked for: it must be rotated (docs/operating.md). */
@@ -172,7 +184,9 @@ export function servingHosts(publicUrl: string | undefined, listenHost: string):
  * @param hosts what the serving certificate must name ({@link servingHosts}); at least one
  * @param now the current time (tests)
  * @throws Error when a kept CA file cannot be parsed (it is never replaced silently: the
- *   machines trusting it would stop booting), or for file-system errors
+ *   machines trusting it would stop booting), when `ca.key` is there without `ca.crt`,
+ *   when a serving certificate must be issued and `ca.key` is offline, or for
+ *   file-system errors
  */
 export async function ensureAutoTls(dataDir: string, hosts: readonly string[], now: Date = new Date()): Promise<AutoTls> {
   if (hosts.length === 0) throw new TypeError('at least one host is needed');
@@ -187,10 +201,10 @@ export async function ensureAutoTls(dataDir: string, hosts: readonly string[], n
 
   let caPem = readOrUndefined(caFile);
   let caKeyPem = readOrUndefined(caKeyFile);
-  let caKey: webcrypto.CryptoKey;
+  let caKey: webcrypto.CryptoKey | undefined;
   let ca: x509.X509Certificate;
-  if (caPem === undefined || caKeyPem === undefined) {
-    if (caPem !== undefined || caKeyPem !== undefined) throw new Error(`${dir}: ca.crt and ca.key must both exist or both be absent; restore the missing one (machines trust this CA)`);
+  if (caPem === undefined) {
+    if (caKeyPem !== undefined) throw new Error(`${dir}: ca.key is there without ca.crt; restore ca.crt (machines trust this CA)`);
     const keys = await newKeys();
     ca = await x509.X509CertificateGenerator.createSelfSigned({
       serialNumber: serial(),
@@ -215,7 +229,7 @@ export async function ensureAutoTls(dataDir: string, hosts: readonly string[], n
   } else {
     try {
       ca = new x509.X509Certificate(caPem);
-      caKey = await importKey(caKeyPem);
+      caKey = caKeyPem === undefined ? undefined : await importKey(caKeyPem);
     } catch (e) {
       throw new Error(`${dir}: the kept CA cannot be read (${(e as Error).message}); restore ca.crt and ca.key (machines trust this CA)`, { cause: e });
     }
@@ -231,20 +245,31 @@ export async function ensureAutoTls(dataDir: string, hosts: readonly string[], n
   const caNode = new X509Certificate(caPem);
   const servingPem = readOrUndefined(certFile);
   const servingKey = readOrUndefined(keyFile);
-  let fresh = false;
+  /** Why the kept serving certificate cannot be used as is ('' when it can), and when it expires. */
+  let why = 'it is missing';
+  let usable = false;
+  let servingNotAfter = new Date(0);
   if (servingPem !== undefined && servingKey !== undefined) {
     try {
       const cert = new X509Certificate(servingPem);
-      fresh =
-        cert.checkIssued(caNode) &&
-        cert.verify(caNode.publicKey) &&
-        new Date(cert.validTo).getTime() - now.getTime() > RENEW_BEFORE_DAYS * DAY_MS &&
-        hosts.every((h) => namesHost(cert, h));
+      servingNotAfter = new Date(cert.validTo);
+      const left = servingNotAfter.getTime() - now.getTime();
+      if (!cert.checkIssued(caNode) || !cert.verify(caNode.publicKey)) why = 'the CA did not issue it';
+      else if (!hosts.every((h) => namesHost(cert, h))) why = `it does not name ${hosts.filter((h) => !namesHost(cert, h)).join(', ')}`;
+      else if (left <= 0) why = `it expired on ${servingNotAfter.toISOString()}`;
+      else {
+        usable = true;
+        why = left > RENEW_BEFORE_DAYS * DAY_MS ? '' : `it expires on ${servingNotAfter.toISOString()}`;
+      }
     } catch {
-      fresh = false;
+      why = 'it cannot be read';
     }
   }
-  if (!fresh) {
+  let renewalDue = false;
+  if (why !== '' && caKey === undefined) {
+    if (!usable) throw new Error(`${dir}: a serving certificate must be issued (${why}) and ca.key is offline: put it back in ${dir} for this start (docs/operating.md, "Keeping the CA key offline")`);
+    renewalDue = true;
+  } else if (why !== '' && caKey !== undefined) {
     const keys = await newKeys();
     const leaf = await x509.X509CertificateGenerator.create({
       serialNumber: serial(),
@@ -268,6 +293,7 @@ export async function ensureAutoTls(dataDir: string, hosts: readonly string[], n
     writePrivate(keyFile, pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)));
     writePrivate(certFile, `${leaf.toString('pem')}\n${caPem}`);
     created.serving = true;
+    servingNotAfter = leaf.notAfter;
   }
-  return { caPem, certFile, keyFile, caFile, created, constrained: permitted !== undefined };
+  return { caPem, certFile, keyFile, caFile, created, constrained: permitted !== undefined, caKeyOnline: caKey !== undefined, renewalDue, servingNotAfter };
 }

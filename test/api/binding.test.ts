@@ -87,7 +87,7 @@ describe('bindClientAddress', () => {
   it('Ignition: the URL names the address that fetched /ipxe; only that address may fetch it', async () => {
     const url = await bootUrl(app, '52-54-00-00-00-01', '10.0.0.5');
     assert.equal(url.searchParams.get('client'), '10.0.0.5');
-    assert.deepEqual([...url.searchParams.keys()], ['machine', 'exp', 'client', 'sig']);
+    assert.deepEqual([...url.searchParams.keys()], ['machine', 'inc', 'exp', 'client', 'sig']);
     const before = await refusedMetric(app, '/ignition', 'client-address');
     const elsewhere = await get(app, url, '10.0.0.6');
     assert.equal(elsewhere.statusCode, 403);
@@ -112,10 +112,10 @@ describe('bindClientAddress', () => {
     assert.equal((await audit(app, 'ign-1'))[0]!.status, 200);
   });
 
-  it('NoCloud: the seed path carries <exp>~<client>; user-data from elsewhere is refused and audited', async () => {
+  it('NoCloud: the seed path carries <exp>.<inc>~<client>; user-data from elsewhere is refused and audited', async () => {
     const seedUrl = await bootUrl(app, '52-54-00-00-00-02', '10.0.0.7');
     const segments = seedUrl.pathname.split('/');
-    assert.match(segments[3]!, /^\d+~10\.0\.0\.7$/);
+    assert.match(segments[3]!, /^\d+\.[0-9a-f]{16}~10\.0\.0\.7$/);
     const other = await get(app, `${seedUrl.pathname}user-data`, '10.0.0.8');
     assert.equal(other.statusCode, 403);
     assert.equal((await audit(app, 'cc-1'))[0]!.reason, 'client-address');
@@ -162,15 +162,42 @@ describe('firstFetchWins', () => {
     }
   });
 
-  it('off by default: a URL may be fetched again until it expires', async () => {
-    const d = mkdtempSync(join(tmpdir(), 'bw-ffw-off-'));
+  it('of concurrent fetches of one URL exactly one is served; the others are 403 already-fetched, each audited', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'bw-ffw-race-'));
     const store = await openSqliteStore(join(d, SQLITE_FILE));
     const app = await service(d, store, {});
     try {
       await seed(app);
+      for (const mac of ['52-54-00-00-00-01', '52-54-00-00-00-02']) {
+        const url = await bootUrl(app, mac, '10.0.0.5');
+        const target = url.pathname.endsWith('/') ? `${url.pathname}user-data` : url;
+        const answers = await Promise.all(Array.from({ length: 12 }, () => get(app, target, '10.0.0.5')));
+        assert.deepEqual(answers.map((r) => r.statusCode).sort(), [200, ...Array.from({ length: 11 }, () => 403)], mac);
+        for (const r of answers.filter((a) => a.statusCode === 403)) assert.match(r.json<{ detail: string }>().detail, /first fetch wins/);
+      }
+      const rows = [...(await audit(app, 'ign-1')), ...(await audit(app, 'cc-1'))].filter((r) => r.route !== '/ipxe');
+      assert.equal(rows.filter((r) => r.status === 200).length, 2);
+      assert.ok(rows.filter((r) => r.status === 403).every((r) => r.reason === 'already-fetched'));
+    } finally {
+      await app.close();
+      await store.close();
+    }
+  });
+
+  it('on by default (the URL stays in the node\'s /proc/cmdline); false lets a URL be fetched again until it expires', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'bw-ffw-off-'));
+    const store = await openSqliteStore(join(d, SQLITE_FILE));
+    let app = await service(d, store, {});
+    try {
+      await seed(app);
       const url = await bootUrl(app, '52-54-00-00-00-01', '10.0.0.5');
       assert.equal(url.searchParams.get('client'), null, 'not bound by default');
-      for (let i = 0; i < 2; i++) assert.equal((await get(app, url, '10.0.0.9')).statusCode, 200);
+      assert.deepEqual([(await get(app, url, '10.0.0.9')).statusCode, (await get(app, url, '10.0.0.9')).statusCode], [200, 403], 'replayed by default');
+      await app.close();
+      app = await service(d, store, { firstFetchWins: false });
+      await sleep(1000 - (Date.now() % 1000) + 10);
+      const again = await bootUrl(app, '52-54-00-00-00-01', '10.0.0.5');
+      for (let i = 0; i < 2; i++) assert.equal((await get(app, again, '10.0.0.9')).statusCode, 200);
     } finally {
       await app.close();
       await store.close();
@@ -178,7 +205,7 @@ describe('firstFetchWins', () => {
   });
 });
 
-describe('claimUrl on PostgreSQL shared by two replicas', async () => {
+describe('first-fetch claims on PostgreSQL shared by two replicas', async () => {
   const url = await testDatabase('first-fetch-wins claims across two PostgreSQL replicas');
   if (url === undefined) return;
   it('of concurrent claims from two stores exactly one wins; expired claims are deleted', async () => {
@@ -186,14 +213,19 @@ describe('claimUrl on PostgreSQL shared by two replicas', async () => {
     const b = await openPostgresStore(url);
     try {
       const exp = Math.floor(Date.now() / 1000) + 3600;
+      const served = { machine: 'claims', route: '/ignition', client: '10.0.0.5', status: 200 };
+      const claim = (store: Store, key: string, expiresAt: number) => store.recordAudit(served, {}, undefined, { key, expiresAt });
       for (let i = 0; i < 20; i++) {
-        const results = await Promise.all([a.claimUrl(`k${i}`, 'm', exp), b.claimUrl(`k${i}`, 'm', exp), a.claimUrl(`k${i}`, 'm', exp), b.claimUrl(`k${i}`, 'm', exp)]);
+        const results = await Promise.all([claim(a, `k${i}`, exp), claim(b, `k${i}`, exp), claim(a, `k${i}`, exp), claim(b, `k${i}`, exp)]);
         assert.equal(results.filter(Boolean).length, 1, `key k${i}: ${JSON.stringify(results)}`);
       }
+      assert.equal((await a.audit('claims', { limit: 1000 })).length, 20, 'one audit row per claim: the losers wrote nothing');
       // An expired claim is gone at the next claim, so its key may be claimed again.
-      assert.equal(await a.claimUrl('old', 'm', Math.floor(Date.now() / 1000) - 1), true);
-      assert.equal(await b.claimUrl('other', 'm', exp), true);
-      assert.equal(await b.claimUrl('old', 'm', exp), true);
+      assert.equal(await claim(a, 'old', Math.floor(Date.now() / 1000) - 1), true);
+      assert.equal(await b.urlClaimed('old'), false, 'an expired claim is no claim');
+      assert.equal(await claim(b, 'other', exp), true);
+      assert.equal(await claim(b, 'old', exp), true);
+      assert.equal(await a.urlClaimed('old'), true);
     } finally {
       await a.close();
       await b.close();

@@ -81,7 +81,9 @@ const auditRows = async (name: string) => {
 before(async () => {
   store = await openSqliteStore(join(dir, SQLITE_FILE));
   // Every refusal audited: identical refusals are not sampled here (test/hostile/store-bounds.test.ts tests sampling).
-  svc = await testService({ dataDir: dir, refusedAuditIntervalSeconds: 0 }, { store });
+  // These tests fetch one signed URL several times (negotiation, maxFetches): first fetch
+  // wins, on by default, is turned off here and tested in test/api/binding.test.ts.
+  svc = await testService({ dataDir: dir, refusedAuditIntervalSeconds: 0, firstFetchWins: false }, { store });
   await create('Cluster', 'clusters', 'prod', { ...CLUSTER, name: 'prod' });
   const profile = { role: 'worker', kubernetesVersion: 'v1.33.2' };
   await create('Profile', 'profiles', 'ign', { ...profile, output: { format: 'ignition' }, boot: BOOT });
@@ -275,8 +277,8 @@ describe('signed URLs', () => {
       assert.ok(sig.length >= 40);
       assert.ok(!logs.includes(sig), 'a signature reached the logs');
     }
-    assert.match(logs, /"url":"\/nocloud\/m2\/\d+\/\[redacted\]\/meta-data"/);
-    assert.match(logs, /"url":"\/ignition\?machine=pb&exp=\d+&sig=\[redacted\]/);
+    assert.match(logs, /"url":"\/nocloud\/m2\/\d+\.[0-9a-f]{16}\/\[redacted\]\/meta-data"/);
+    assert.match(logs, /"url":"\/ignition\?machine=pb&inc=[0-9a-f]{16}&exp=\d+&sig=\[redacted\]/);
   });
 
   it('NoCloud: every seed file through one signed prefix; another machine\'s prefix signature is 403', async () => {
@@ -362,7 +364,7 @@ describe('pointer configs', () => {
     assert.equal(res.status, 200, res.text);
     const [first, url] = res.text.split('\n');
     assert.equal(first, '#include-once');
-    assert.match(url!, /\/nocloud\/m2\/\d+\/[A-Za-z0-9_-]{43}\/user-data$/);
+    assert.match(url!, /\/nocloud\/m2\/\d+\.[0-9a-f]{16}\/[A-Za-z0-9_-]{43}\/user-data$/);
     const user = await fetchPath(url!);
     assert.equal(user.status, 200);
     assert.ok(user.text.startsWith('#cloud-config\n'));

@@ -191,7 +191,7 @@ for (const [format, name, mac] of [
       assert.deepEqual(provisioning.transitions.map((t) => t.phase), ['Booting', 'Provisioning']);
       assert.deepEqual({ ...provisioning.served, time: undefined }, { revision: 1, sha256, format, ...(format === 'ignition' ? { ignitionVersion: '3.4.0' } : {}), rendererVersion: RENDERER_VERSION, time: undefined });
       const files = format === 'ignition' ? ignitionFiles(JSON.parse(body)) : cloudConfigFiles(body);
-      assert.ok(files.get(REPORT_SCRIPT)!.toString('utf8').includes(`'${base}/report?machine=${name}&exp=`), 'the data carries the signed report URL of this machine');
+      assert.ok(files.get(REPORT_SCRIPT)!.toString('utf8').includes(`'${base}/report?machine=${name}&inc=`), 'the data carries the signed report URL of this machine');
 
       const node = nodeRoot(name);
       const run = format === 'ignition' ? runIgnition : runCloudConfig;

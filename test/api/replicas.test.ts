@@ -51,6 +51,9 @@ if (url !== undefined) {
       BOOTWRIGHT_MAX_EVENT_LOOP_DELAY_MS: '0',
       // Every refusal audited (not sampled, not limited per address): the test counts them.
       BOOTWRIGHT_REFUSED_AUDIT_INTERVAL_SECONDS: '0',
+      // Both replicas serve one signed URL, again and again: first fetch wins is off here
+      // (test/api/binding.test.ts tests its claims across two PostgreSQL stores).
+      BOOTWRIGHT_FIRST_FETCH_WINS: 'false',
       BOOTWRIGHT_UNAUTHENTICATED_WRITES_PER_MINUTE: '0',
     };
     for (let i = 0; i < 2; i++) {

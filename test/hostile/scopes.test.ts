@@ -58,6 +58,8 @@ before(async () => {
     {
       urlSigningKey: KEY.toString('hex'),
       publicUrl: BASE,
+      // Each token presents the same signed URLs: first fetch wins is off (test/api/binding.test.ts tests it).
+      firstFetchWins: false,
       tokens: [
         { name: 'admin', token: ADMIN, scopes: ['admin'] },
         { name: 'renderer', token: RENDERER, scopes: ['render'] },

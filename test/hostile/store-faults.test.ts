@@ -273,15 +273,19 @@ describe('a real file system that fills up (tmpfs, SQLite)', () => {
     assert.ok(full, 'the disk never filled up');
     assertUnavailable(full, 'POST /v1/clusters on a full disk');
     assert.ok(acknowledged.length > 0);
-    // Firmware: a signed fetch is served only while its audit row can be written (a
-    // small row may still fit a page); once it cannot, 503, which Ignition retries.
-    const ignition = relative(signedUrl('http://boot.example', IGNITION_PATH, 'm1', Buffer.from(KEY, 'hex'), 3600));
+    // Firmware: a signed fetch is served only while its audit row (and its first-fetch
+    // claim) can be written (a small row may still fit a page); once it cannot, 503,
+    // which Ignition retries. Each fetch is a machine's first of its own URL.
+    const now = Date.now() / 1000;
+    const urlOf = (i: number) => relative(signedUrl('http://boot.example', IGNITION_PATH, 'm1', Buffer.from(KEY, 'hex'), 3600, now + i));
     let served = 0;
     let ign: request.Response | undefined;
+    let refusedUrl = '';
     for (let i = 0; i < 2000; i++) {
-      const res = await http().get(ignition).set('accept', IGN);
+      const res = await http().get(urlOf(i)).set('accept', IGN);
       if (res.status !== 200) {
         ign = res;
+        refusedUrl = urlOf(i);
         break;
       }
       served++;
@@ -300,6 +304,9 @@ describe('a real file system that fills up (tmpfs, SQLite)', () => {
     rmSync(filler);
     assert.equal((await post('clusters', doc('Cluster', 'after', CLUSTER))).status, 201);
     acknowledged.push('after');
+    // The fetch answered 503 claimed nothing: Ignition's retry of that URL is served.
+    assert.equal((await http().get(refusedUrl).set('accept', IGN)).status, 200, 'the retry of a 503 is served');
+    served++;
 
     // A restart keeps every acknowledged write.
     await svc.app.close();

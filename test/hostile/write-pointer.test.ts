@@ -18,7 +18,9 @@ let inv: Inventory;
 before(async () => {
   // One public URL: every supertest request gets its own ephemeral port, and the report
   // URL the data carries is built from the public URL, else from the fetch's Host.
-  inv = await inventory({ publicUrl: 'http://boot.example.test:8080' });
+  // The pointers of one second name one URL (the version is not signed), fetched here
+  // once per version: first fetch wins is off (test/api/binding.test.ts tests it).
+  inv = await inventory({ publicUrl: 'http://boot.example.test:8080', firstFetchWins: false });
   assert.equal((await inv.send('post', '/v1/clusters', doc('Cluster', 'prod', clusterSpec()))).status, 201);
   const files = [{ path: '/etc/big', content: BIG }];
   const ign = workerProfileSpec({ provisioning: { files }, output: { format: 'ignition', platform: 'aws' } });

@@ -46,20 +46,21 @@ describe('SQLite batched boot-route writes', () => {
       const audits = Array.from({ length: 30 }, (_, i) => store.recordAudit({ machine: 'm1', route: '/ignition', client: '127.0.0.1', status: 200, at: `2026-01-01T00:00:${String(i).padStart(2, '0')}.000Z` }));
       // A write that fails (NOT NULL) rejects alone; its neighbours in the batch commit.
       const bad = store.recordAudit({ machine: null as unknown as string, route: '/ignition', client: '127.0.0.1', status: 200 });
-      // A signed URL is claimed once, however many of its fetches share the batch.
-      const claims = Array.from({ length: 5 }, () => store.claimUrl('url-1', 'm1', 4_000_000_000));
+      // A signed URL is claimed once, however many of its fetches share the batch: one audit row.
+      const claims = Array.from({ length: 5 }, () => store.recordAudit({ machine: 'm1', route: '/nocloud/user-data', client: '127.0.0.1', status: 200 }, {}, undefined, { key: 'url-1', expiresAt: 4_000_000_000 }));
       assert.deepEqual(await Promise.all(claims), [true, false, false, false, false]);
+      assert.equal(await store.urlClaimed('url-1'), true);
       const taken = await Promise.all(takes);
       assert.equal(taken.filter(Boolean).length, 25);
       assert.deepEqual(taken.slice(25), Array.from({ length: 15 }, () => false));
       await Promise.all(audits);
       await assert.rejects(bad, /NOT NULL/);
-      assert.equal((await store.audit('m1', { limit: 1000 })).length, 30);
+      assert.equal((await store.audit('m1', { limit: 1000 })).length, 31);
       assert.equal(await store.fetchCount('m1'), 25);
       // Read by another connection: committed, not only visible to this one.
       const db = new Database(path, { readonly: true });
       try {
-        assert.equal(db.prepare<[], { n: number }>("SELECT count(*) AS n FROM audit WHERE machine = 'm1'").get()!.n, 30);
+        assert.equal(db.prepare<[], { n: number }>("SELECT count(*) AS n FROM audit WHERE machine = 'm1'").get()!.n, 31);
       } finally {
         db.close();
       }

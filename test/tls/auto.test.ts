@@ -91,8 +91,32 @@ describe('ensureAutoTls', () => {
   it('refuses to replace half a CA', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'bw-tls-auto-'));
     await ensureAutoTls(dir, ['localhost']);
-    execFileSync('rm', [join(dir, TLS_DIR, 'ca.key')]);
-    await assert.rejects(ensureAutoTls(dir, ['localhost']), /ca\.crt and ca\.key must both exist/);
+    execFileSync('rm', [join(dir, TLS_DIR, 'ca.crt')]);
+    await assert.rejects(ensureAutoTls(dir, ['localhost']), /ca\.key is there without ca\.crt/);
+  });
+
+  it('runs with the CA key offline while the serving certificate holds; asks for it back to issue one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bw-tls-auto-'));
+    const first = await ensureAutoTls(dir, ['10.0.2.100']);
+    assert.equal(first.caKeyOnline, true);
+    const offline = join(dir, 'ca.key.offline');
+    renameSync(join(dir, TLS_DIR, 'ca.key'), offline);
+    const serial = leafOf(first.certFile).serialNumber;
+    const without = await ensureAutoTls(dir, ['10.0.2.100']);
+    assert.deepEqual([without.caKeyOnline, without.renewalDue, without.created], [false, false, { ca: false, serving: false }]);
+    assert.equal(leafOf(without.certFile).serialNumber, serial);
+    // Near expiry it keeps serving, and says the key is needed.
+    const soon = await ensureAutoTls(dir, ['10.0.2.100'], new Date(Date.now() + 340 * 86_400_000));
+    assert.deepEqual([soon.renewalDue, soon.created.serving], [true, false]);
+    // An expired or missing certificate needs the key: the start stops, naming the way back.
+    await assert.rejects(ensureAutoTls(dir, ['10.0.2.100'], new Date(Date.now() + 400 * 86_400_000)), /expired on .* and ca\.key is offline: put it back/);
+    execFileSync('rm', [join(dir, TLS_DIR, 'server.crt')]);
+    await assert.rejects(ensureAutoTls(dir, ['10.0.2.100']), /\(it is missing\) and ca\.key is offline/);
+    // Back for one start: reissued by the same CA.
+    renameSync(offline, join(dir, TLS_DIR, 'ca.key'));
+    const back = await ensureAutoTls(dir, ['10.0.2.100']);
+    assert.equal(back.created.serving, true);
+    assert.equal(back.caPem, first.caPem, 'the same CA');
   });
 });
 

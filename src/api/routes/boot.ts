@@ -30,7 +30,7 @@ import { machineIdentity } from '../../boot/identity.js';
 import { bootFormat, bootScript, DEFAULT_RETRY_SECONDS, echoSafe, machineScript, provisioningArgs, unknownMachineScript } from '../../boot/ipxe.js';
 import { matchMachine } from '../../boot/match.js';
 import { metaData, networkConfig, vendorData } from '../../boot/nocloud.js';
-import { bindableClient, bootstrapUrl, IGNITION_PATH, NOCLOUD_FILES, nocloudPrefix, REPORT_PATH, routeUrl, splitExpiry, type Verdict, verifySignature } from '../../boot/sign.js';
+import { bindableClient, bootstrapUrl, IGNITION_PATH, machineIncarnation, NOCLOUD_FILES, nocloudPrefix, REPORT_PATH, routeUrl, splitExpiry, type Verdict, verifySignature } from '../../boot/sign.js';
 import { createHash } from 'node:crypto';
 import { scrubSecrets } from '../../provision/plan/report.js';
 import { RequestError } from '../../errors.js';
@@ -40,14 +40,14 @@ import { NotFoundError } from '../../store/errors.js';
 import { storageFault } from '../../store/faults.js';
 import type { RenderResult } from '../../render.js';
 import type { StatusEvent } from '../../store/status.js';
-import { type AuditInput, isRefusal } from '../../store/store.js';
+import { type AuditInput, isRefusal, type UrlClaim } from '../../store/store.js';
 import { resourceName, type MachineSpec, type StoredResource } from '../../store/resources.js';
 import type { KnownRequest } from '../cache.js';
 import { deliveryResponses, sendBootstrapData } from '../deliver.js';
 import { askedIgnitionVersion, type DeliveryQuery } from '../render-plan.js';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import { type ServiceContext } from '../context.js';
-import { sendProblem, storageUnavailable } from '../replies.js';
+import { replaceWithProblem, sendProblem, storageUnavailable } from '../replies.js';
 import { isHostHeader, reportUrlFor } from '../signing.js';
 import { UnauthenticatedWrites } from '../unauthenticated.js';
 import { cameInPlain } from '../plain.js';
@@ -74,7 +74,9 @@ const SIGNED_PROBLEMS = {
 };
 
 const signatureQuery = {
-  exp: z.string().describe('expiry, unix seconds (from the signed URL); in a NoCloud path, <exp>~<client> when the URL is bound to a client address'),
+  exp: z
+    .string()
+    .describe('expiry, unix seconds (from the signed URL); in a NoCloud path, <exp>.<inc> (the machine incarnation), then ~<client> when the URL is bound to a client address'),
   sig: z.string().describe('HMAC-SHA256 signature, base64url (from the signed URL)'),
 };
 
@@ -88,8 +90,17 @@ export const REFUSAL: Record<Exclude<Verdict, 'ok'>, string> = {
   elsewhere: 'this signed URL is bound to the address that fetched /ipxe, and this request comes from another one',
 };
 
+/** The `inc` query parameter: the machine incarnation a signed URL is bound to (sign.ts `machineIncarnation`). */
+const incarnationQuery = z.string().optional().describe('the machine incarnation the URL is bound to (16 hex digits), signed with it; absent only in URLs issued by releases up to 0.2.0');
+
+/** The 403 detail of a genuine URL issued for another incarnation of the machine. */
+const OTHER_INCARNATION = 'this signed URL was issued for an earlier incarnation of this machine (deleted and re-created, or moved to another cluster); boot again for a fresh one';
+
+/** The 403 detail of a second fetch of a signed URL under first fetch wins. */
+const ALREADY_FETCHED = 'this signed URL was fetched before, and first fetch wins (BOOTWRIGHT_FIRST_FETCH_WINS); boot again for a fresh one';
+
 /** Why a genuine signed URL was refused (the audit row's `reason` and the metric's label). */
-type SignedRefusal = 'client-address' | 'already-fetched';
+type SignedRefusal = 'client-address' | 'already-fetched' | 'incarnation';
 
 /**
  * Send a machine's bootstrap data from a signed route: as `sendBootstrapData`, with the
@@ -123,6 +134,8 @@ interface Audited {
   route: string;
   details?: Pick<AuditInput, 'reason' | 'revision' | 'sha256' | 'format' | 'ignitionVersion' | 'outcome'>;
   event?: StatusEvent;
+  /** The signed URL a served answer claims, with its audit row (first fetch wins). */
+  claim?: UrlClaim;
 }
 
 /** The audit details and lifecycle event of a served config. */
@@ -194,8 +207,17 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
     if (refusal && !writes.admitRefusal(row)) return payload;
     try {
       // A served answer moves the machine's lifecycle (a 304 too: the machine has the
-      // data), in the audit row's transaction: one commit acknowledges the answer.
-      await (refusal ? ctx.store.recordAudit(row, auditBounds) : ctx.store.recordAudit(row, servedBounds, a.event));
+      // data) and claims its URL under first fetch wins, in the audit row's transaction:
+      // one commit acknowledges the answer, and an answer not acknowledged claims nothing.
+      if (refusal) await ctx.store.recordAudit(row, auditBounds);
+      else if (!(await ctx.store.recordAudit(row, servedBounds, a.event, a.claim))) {
+        // A concurrent fetch of the same URL committed its claim first: this one serves nothing.
+        countSignedRefusal(request, a.machine, a.route, 'already-fetched');
+        const { revision: _r, sha256: _s, format: _f, ignitionVersion: _i, ...unserved } = row;
+        const refused: AuditInput = { ...unserved, status: 403, reason: 'already-fetched' };
+        await ctx.store.recordAudit(refused, auditBounds).catch(() => writes.dropped('audit', 'storage-fault'));
+        return replaceWithProblem(reply, 'forbidden', 403, ALREADY_FETCHED);
+      }
     } catch (e) {
       const fault = storageFault(e);
       if (!refusal) return storageUnavailable(ctx, request, reply, fault ?? 'unknown');
@@ -225,6 +247,12 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
     return sendProblem(reply, 'forbidden', 403, reason);
   };
 
+  /** Count and log a genuine signed URL refused (never the URL itself). */
+  const countSignedRefusal = (request: FastifyRequest, machine: string | undefined, route: string, reason: SignedRefusal) => {
+    ctx.metrics.signedUrlRefused.inc({ route, reason });
+    request.log.warn({ machine, route, reason }, 'a genuine signed URL was refused: someone else may hold it');
+  };
+
   /**
    * Refuse a genuine signed URL (issue 16): audited with the reason, counted in
    * `bootwright_signed_url_refused_total`, logged without the URL.
@@ -232,8 +260,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
   const refuseSigned = (request: FastifyRequest, reply: FastifyReply, route: string, reason: SignedRefusal, detail: string) => {
     const a = audited.get(request);
     if (a) a.details = { ...a.details, reason };
-    ctx.metrics.signedUrlRefused.inc({ route, reason });
-    request.log.warn({ machine: a?.machine, route, reason }, 'a genuine signed URL was refused: someone else may hold it');
+    countSignedRefusal(request, a?.machine, route, reason);
     return sendProblem(reply, 'forbidden', 403, detail);
   };
 
@@ -246,15 +273,30 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
   };
 
   /**
-   * First fetch wins (issue 16, `firstFetchWins`): claim the URL (route + signature,
-   * hashed) in the store until it expires; false (refused, audited, counted) when it was
-   * fetched before, by this replica or another, before or after a restart.
+   * Refuse a genuine URL bound to another incarnation of the machine than the stored one
+   * (a delete and re-create, or a move to another cluster, since it was handed out):
+   * true when refused. URLs without an incarnation (releases up to 0.2.0) pass.
    */
-  const firstFetch = async (request: FastifyRequest, reply: FastifyReply, machine: string, route: string, exp: string, sig: string): Promise<boolean> => {
+  const otherIncarnation = (request: FastifyRequest, reply: FastifyReply, route: string, machine: StoredResource<MachineSpec>, incarnation: string | undefined): boolean => {
+    if (incarnation === undefined || incarnation === machineIncarnation(machine)) return false;
+    refuseSigned(request, reply, route, 'incarnation', OTHER_INCARNATION);
+    return true;
+  };
+
+  /**
+   * First fetch wins (issue 16, `firstFetchWins`, on by default): false (refused,
+   * audited, counted) when the URL (route + signature, hashed) was claimed before, by
+   * this replica or another, before or after a restart; else the answer claims it with
+   * its audit row (onSend), so only an answer that is acknowledged uses the URL up.
+   */
+  const firstFetch = async (request: FastifyRequest, reply: FastifyReply, entry: Audited, route: string, exp: string, sig: string): Promise<boolean> => {
     if (!ctx.config.firstFetchWins) return true;
     const key = createHash('sha256').update(`${route}\n${sig}`).digest('hex');
-    if (await ctx.store.claimUrl(key, machine, Number(exp))) return true;
-    refuseSigned(request, reply, route, 'already-fetched', 'this signed URL was fetched before, and first fetch wins (BOOTWRIGHT_FIRST_FETCH_WINS); boot again for a fresh one');
+    if (!(await ctx.store.urlClaimed(key))) {
+      entry.claim = { key, expiresAt: Number(exp) };
+      return true;
+    }
+    refuseSigned(request, reply, route, 'already-fetched', ALREADY_FETCHED);
     return false;
   };
 
@@ -264,7 +306,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
    * fetch wins, then the machine's maxFetches. False when a refusal (403) was sent.
    */
   const claimFetch = async (request: FastifyRequest, reply: FastifyReply, entry: Audited, machine: StoredResource<MachineSpec>, route: string, exp: string, sig: string): Promise<boolean> => {
-    if (!(await firstFetch(request, reply, machine.name, route, exp, sig))) return false;
+    if (!(await firstFetch(request, reply, entry, route, exp, sig))) return false;
     if (await takeFetch(machine)) return true;
     refuse(entry, reply, FETCH_LIMIT);
     return false;
@@ -389,7 +431,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const format = bootFormat(profile.spec.output?.format);
       // Bound to the address that fetched this script, when configured (issue 16).
       const client = ctx.config.bindClientAddress && bindableClient(request.ip) ? request.ip : undefined;
-      const url = bootstrapUrl(format, base, machine.name, ctx.signing.key(), ctx.signing.lifetimeSeconds, Date.now() / 1000, client);
+      const url = bootstrapUrl(format, base, machine.name, ctx.signing.key(), ctx.signing.lifetimeSeconds, Date.now() / 1000, client, machineIncarnation(machine));
       let script: string;
       try {
         script = machineScript(boot, provisioningArgs(format, url), scriptBase);
@@ -420,6 +462,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
           "Expired, forged or another machine's signatures are refused (403), as are fetches beyond the machine's `maxFetches`. Every fetch is audited.",
         querystring: z.object({
           machine: resourceName.describe('the machine id'),
+          inc: incarnationQuery,
           exp: signatureQuery.exp,
           client: z.string().optional().describe('the client address the URL is bound to (bindClientAddress), signed with it'),
           sig: signatureQuery.sig,
@@ -433,14 +476,15 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       },
     },
     async (request, reply) => {
-      const { machine: name, exp, client, sig, ignitionVersion } = request.query;
+      const { machine: name, inc, exp, client, sig, ignitionVersion } = request.query;
       const entry: Audited = { machine: name, route: IGNITION_PATH };
       audited.set(request, entry);
-      const verdict = verifySignature(ctx.signing.key(), name, IGNITION_PATH, exp, sig, Date.now() / 1000, client === undefined ? undefined : { client, from: request.ip });
+      const verdict = verifySignature(ctx.signing.key(), name, IGNITION_PATH, exp, sig, Date.now() / 1000, client === undefined ? undefined : { client, from: request.ip }, inc);
       const refused = refuseVerdict(request, reply, IGNITION_PATH, verdict);
       if (refused) return refused;
       const parts = await machineParts(ctx.store, name, undefined);
-      const query = { format: 'ignition' as const, ignitionVersion, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), name, exp), ...storedLevels(parts) };
+      if (otherIncarnation(request, reply, IGNITION_PATH, parts.machine, inc)) return reply;
+      const query = { format: 'ignition' as const, ignitionVersion, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), parts.machine, exp), ...storedLevels(parts) };
       const known = await assembledRequest(ctx, parts, false, { accept: request.headers.accept, query });
       // Signed, so a real machine's Ignition: later pre-renders render the spec it asked for.
       ctx.prerender.noteIgnitionVersion(askedIgnitionVersion(request.headers.accept, ignitionVersion));
@@ -481,21 +525,23 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
     },
     async (request, reply) => {
       const { id, sig, file } = request.params;
-      const { exp, client } = splitExpiry(request.params.exp);
+      const { exp, client, incarnation } = splitExpiry(request.params.exp);
       const route = `/nocloud/${file}`;
       const entry: Audited = { machine: id, route };
       audited.set(request, entry);
-      const verdict = verifySignature(ctx.signing.key(), id, nocloudPrefix(id), exp, sig, Date.now() / 1000, client === undefined ? undefined : { client, from: request.ip });
+      const verdict = verifySignature(ctx.signing.key(), id, nocloudPrefix(id), exp, sig, Date.now() / 1000, client === undefined ? undefined : { client, from: request.ip }, incarnation);
       const refused = refuseVerdict(request, reply, route, verdict);
       if (refused) return refused;
       if (file === 'user-data') {
         const parts = await machineParts(ctx.store, id, undefined);
-        const query = { format: 'cloud-config' as const, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), id, exp), ...storedLevels(parts) };
+        if (otherIncarnation(request, reply, route, parts.machine, incarnation)) return reply;
+        const query = { format: 'cloud-config' as const, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), parts.machine, exp), ...storedLevels(parts) };
         const known = await assembledRequest(ctx, parts, false, { accept: request.headers.accept, query });
         await sendSigned(request, reply, entry, parts.machine, known, query, route, exp, sig);
         return reply;
       }
       const machine = await ctx.store.get('Machine', id);
+      if (otherIncarnation(request, reply, route, machine, incarnation)) return reply;
       const body = file === 'meta-data' ? metaData(machine.name, machine.spec.nodeName ?? machine.name) : file === 'vendor-data' ? vendorData() : networkConfig();
       return sendScript(reply, body, 'private, no-cache');
     },
@@ -515,7 +561,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
           'bootstrap unit). Moves the machine to `Joined` (success) or `Failed`, keeps the exit code and the output tail (secrets scrubbed). ' +
           `At most BOOTWRIGHT_REPORTS_PER_FETCH reports per config fetch (then 429); bodies up to BOOTWRIGHT_MAX_REPORT_BYTES. Audited.`,
         consumes: [FORM_MEDIA_TYPE, 'application/json'],
-        querystring: z.object({ machine: resourceName.describe('the machine id'), ...signatureQuery }),
+        querystring: z.object({ machine: resourceName.describe('the machine id'), inc: incarnationQuery, ...signatureQuery }),
         body: bootReportSchema,
         response: {
           204: z.undefined().describe('Recorded'),
@@ -526,12 +572,13 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       },
     },
     async (request, reply) => {
-      const { machine: name, exp, sig } = request.query;
+      const { machine: name, inc, exp, sig } = request.query;
       const entry: Audited = { machine: name, route: REPORT_PATH };
       audited.set(request, entry);
-      const verdict = verifySignature(ctx.signing.key(), name, REPORT_PATH, exp, sig, Date.now() / 1000);
+      const verdict = verifySignature(ctx.signing.key(), name, REPORT_PATH, exp, sig, Date.now() / 1000, undefined, inc);
       if (verdict !== 'ok') return refuse(entry, reply, verdict === 'expired' ? 'the report URL has expired' : REFUSAL.invalid);
       const machine = await ctx.store.get('Machine', name);
+      if (otherIncarnation(request, reply, REPORT_PATH, machine, inc)) return reply;
       const cluster = await ctx.store.get('Cluster', machine.spec.cluster).catch((e: unknown) => {
         if (e instanceof NotFoundError) return undefined;
         throw e;

@@ -14,12 +14,12 @@ import { z } from 'zod';
 import { type AssemblyParts, ruleLevels } from '../../store/assemble.js';
 import type { RuleLevels, ToleratedProblem } from '../../rules.js';
 import type { ClusterSpec, ProfileSpec } from '../../store/resources.js';
-import { resourceName, type StoredResource } from '../../store/resources.js';
+import { resourceName, type MachineSpec, type StoredResource } from '../../store/resources.js';
 import type { Store } from '../../store/store.js';
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { cloudConfigInclude, ignitionPointer } from '../../boot/pointer.js';
-import { bootstrapUrl, IGNITION_PATH, signedUrl } from '../../boot/sign.js';
+import { bootstrapUrl, IGNITION_PATH, machineIncarnation, signedUrl } from '../../boot/sign.js';
 import { RequestError } from '../../errors.js';
 import { IGNITION_MEDIA_TYPE } from '../../render.js';
 import type { KnownRequest } from '../cache.js';
@@ -106,7 +106,15 @@ export function noteTolerated(ctx: ServiceContext, request: FastifyRequest, mach
  * `user-data` URL. The signed URL expires after `signedUrlSeconds`, and the hash holds
  * while the machine, cluster and profile stay unchanged.
  */
-async function sendPointer(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, machine: string, known: KnownRequest, query: Parameters<typeof negotiatedRender>[3]): Promise<void> {
+async function sendPointer(
+  ctx: ServiceContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  machine: StoredResource<MachineSpec>,
+  known: KnownRequest,
+  query: Parameters<typeof negotiatedRender>[3],
+): Promise<void> {
+  const incarnation = machineIncarnation(machine);
   reply.header('vary', 'Accept');
   const base = ctx.signing.baseUrl(request);
   const now = Math.floor(Date.now() / 1000);
@@ -117,14 +125,14 @@ async function sendPointer(ctx: ServiceContext, request: FastifyRequest, reply: 
   let type: string;
   if (result.format === 'ignition') {
     const version = result.ignitionVersion!;
-    const url = new URL(signedUrl(base, IGNITION_PATH, machine, ctx.signing.key(), ctx.signing.lifetimeSeconds, now));
+    const url = new URL(signedUrl(base, IGNITION_PATH, machine.name, ctx.signing.key(), ctx.signing.lifetimeSeconds, now, undefined, incarnation));
     url.searchParams.set('ignitionVersion', version);
     const sha512 = createHash('sha512').update(result.body, 'utf8').digest('hex');
     // Over HTTPS with a known CA, the pointer pins it (the image need not trust it).
     body = ignitionPointer(url.href, sha512, version, url.protocol === 'https:' ? ctx.tlsCa : undefined).body;
     type = `${IGNITION_MEDIA_TYPE}; version=${version}`;
   } else {
-    body = cloudConfigInclude(`${bootstrapUrl('cloud-config', base, machine, ctx.signing.key(), ctx.signing.lifetimeSeconds, now)}user-data`);
+    body = cloudConfigInclude(`${bootstrapUrl('cloud-config', base, machine.name, ctx.signing.key(), ctx.signing.lifetimeSeconds, now, undefined, incarnation)}user-data`);
     type = 'text/plain; charset=utf-8';
   }
   const etag = strongEtag(createHash('sha256').update(body).digest('hex'));
@@ -179,7 +187,7 @@ export const bootstrapRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, c
       const parts = await machineParts(ctx.store, request.params.name, request.query.revision);
       const query = { ...request.query, ...storedLevels(parts) };
       const known = await assembledRequest(ctx, parts, false, pointer ? undefined : { accept: request.headers.accept, query });
-      if (pointer) await sendPointer(ctx, request, reply, parts.machine.name, known, query);
+      if (pointer) await sendPointer(ctx, request, reply, parts.machine, known, query);
       else await sendBootstrapData(ctx, request, reply, known, query);
       return reply;
     },
