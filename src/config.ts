@@ -151,6 +151,8 @@ export const configSchema = z.strictObject({
   urlSigningKey: z.string().optional(),
   /** Lifetime of signed firmware URLs, seconds. */
   signedUrlSeconds: z.coerce.number().int().min(1).default(3600),
+  /** How long a status-page session lasts after signing in, seconds (src/api/session.ts). */
+  uiSessionSeconds: z.coerce.number().int().min(60).default(12 * 3600),
   /**
    * Machine (id) that `/ipxe` answers for a machine matching no selector, e.g. a
    * discovery or installer image. Default: none (unknown machines get a retry script).
@@ -277,6 +279,7 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_PUBLIC_URL: 'publicUrl',
   BOOTWRIGHT_URL_SIGNING_KEY: 'urlSigningKey',
   BOOTWRIGHT_SIGNED_URL_SECONDS: 'signedUrlSeconds',
+  BOOTWRIGHT_UI_SESSION_SECONDS: 'uiSessionSeconds',
   BOOTWRIGHT_DEFAULT_MACHINE: 'defaultMachine',
   BOOTWRIGHT_WRITE_CHECK_MAX_MACHINES: 'writeCheckMaxMachines',
   BOOTWRIGHT_DATABASE_URL: 'databaseUrl',

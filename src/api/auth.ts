@@ -79,6 +79,20 @@ export class TokenTable {
     return principal;
   }
 
+  /**
+   * The known tokens called `name`, each with the SHA-256 of the token: what a status-page
+   * session binds to (src/api/session.ts), so that replacing or removing the token ends
+   * its sessions. Never logged.
+   */
+  named(name: string): { principal: Principal; hash: Buffer }[] {
+    return this.tokens.filter((t) => t.name === name).map((t) => ({ principal: t, hash: t.hash }));
+  }
+
+  /** The SHA-256 of a principal's token, when it is one of this table's (see {@link named}). */
+  hashOf(principal: Principal): Buffer | undefined {
+    return this.tokens.find((t) => t === principal)?.hash;
+  }
+
   get size(): number {
     return this.tokens.length;
   }

@@ -551,7 +551,10 @@ export class PostgresStore implements Store {
   async listDiscovered(options: DiscoveredListOptions = {}): Promise<DiscoveredMachine[]> {
     const limit = checkLimit(options.limit);
     return (
-      await this.pool.query<DiscoveredRow>("SELECT * FROM discovered WHERE ($1 OR enrolled = '') ORDER BY last_seen DESC, mac, uuid, serial, hostname LIMIT $2", [options.includeEnrolled === true, limit])
+      await this.pool.query<DiscoveredRow>(
+        "SELECT * FROM discovered WHERE ($1 OR enrolled = '') AND ($3::text IS NULL OR (last_seen, id) < ($3::text, $4::bigint)) ORDER BY last_seen DESC, id DESC LIMIT $2",
+        [options.includeEnrolled === true, limit, options.after?.lastSeen ?? null, options.after?.id ?? null],
+      )
     ).rows.map(toDiscovered);
   }
 

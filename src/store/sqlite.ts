@@ -236,7 +236,9 @@ export class SqliteStore implements Store {
       expireRefusals: db.prepare<[string]>('DELETE FROM audit WHERE status >= 400 AND at < ?'),
       countRefusals: db.prepare<[number], { count: number }>('UPDATE audit_refusals SET count = count + ? WHERE id = 1 RETURNING count'),
       trimRefusals: db.prepare<[number]>('DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE status >= 400 ORDER BY id LIMIT ?)'),
-      listDiscovered: db.prepare<[number, number], DiscoveredRow>("SELECT * FROM discovered WHERE (? OR enrolled = '') ORDER BY last_seen DESC, mac, uuid, serial, hostname LIMIT ?"),
+      listDiscovered: db.prepare<[number, number, string, string, number, number], DiscoveredRow>(
+        "SELECT * FROM discovered WHERE (? OR enrolled = '') AND (? OR last_seen < ? OR (last_seen = ? AND id < ?)) ORDER BY last_seen DESC, id DESC LIMIT ?",
+      ),
       getDiscovered: db.prepare<[number], DiscoveredRow>('SELECT * FROM discovered WHERE id = ?'),
       deleteDiscovered: db.prepare<[number]>('DELETE FROM discovered WHERE id = ?'),
       enrol: db.prepare<[string, number]>('UPDATE discovered SET enrolled = ? WHERE id = ?'),
@@ -519,7 +521,11 @@ export class SqliteStore implements Store {
 
   /** @inheritdoc */
   listDiscovered(options: DiscoveredListOptions = {}): Promise<DiscoveredMachine[]> {
-    return settle(() => this.statements.listDiscovered.all(options.includeEnrolled ? 1 : 0, checkLimit(options.limit)).map(toDiscovered));
+    return settle(() => {
+      const limit = checkLimit(options.limit);
+      const after = options.after;
+      return this.statements.listDiscovered.all(options.includeEnrolled ? 1 : 0, after ? 0 : 1, after?.lastSeen ?? '', after?.lastSeen ?? '', Number(after?.id ?? 0), limit).map(toDiscovered);
+    });
   }
 
   /** @inheritdoc */

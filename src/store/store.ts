@@ -159,6 +159,8 @@ export interface DiscoveredListOptions {
   limit?: number;
   /** List the entries a machine matches too (default: only those still to enrol). */
   includeEnrolled?: boolean;
+  /** Only entries after this one in the order (the last entry of the previous page): keyset paging. */
+  after?: { lastSeen: string; id: string };
 }
 
 /**
@@ -298,7 +300,10 @@ export interface Store {
    */
   recordDiscovered(identity: MachineIdentity, bounds?: DiscoveredBounds): Promise<DiscoveredMachine | undefined>;
 
-  /** Discovered machines, most recently seen first. @throws InvalidArgumentError naming `limit`. */
+  /**
+   * Discovered machines, most recently seen first (ties by id, newest first), from
+   * `options.after` on. @throws InvalidArgumentError naming `limit`.
+   */
   listDiscovered(options?: DiscoveredListOptions): Promise<DiscoveredMachine[]>;
 
   /** One discovered machine. @throws DiscoveredNotFoundError (also for an id that is not decimal digits). */

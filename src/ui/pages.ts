@@ -90,6 +90,8 @@ export function fleetBody(input: {
   canEnrol: boolean;
   csrf: string;
   next?: string;
+  /** The next page of discovered machines, when this one is full. */
+  discoveredNext?: string;
 }): Html {
   const { fleet, rows, filters } = input;
   const discovered = input.discovered.map((d, i) => {
@@ -125,7 +127,9 @@ export function fleetBody(input: {
   )}</tbody></table>${rows.length === 0 ? html`<p>No machine matches.</p>` : ''}${input.next ? html`<p><a href="${input.next}">Next page</a></p>` : ''}</section>
 <section aria-labelledby="discovered-h"><h2 id="discovered-h">Discovered machines</h2>
 ${input.discovered.length === 0 ? html`<p>None: every machine that booted matched a registration.</p>` : html`<table><caption>Booted without matching a machine, most recent first</caption>
-<thead><tr><th scope="col">Identity</th><th scope="col">Last seen</th><th scope="col">Sightings</th><th scope="col">Enrol</th></tr></thead><tbody>${discovered}</tbody></table>`}</section>`;
+<thead><tr><th scope="col">Identity</th><th scope="col">Last seen</th><th scope="col">Sightings</th><th scope="col">Enrol</th></tr></thead><tbody>${discovered}</tbody></table>`}${
+    input.discoveredNext ? html`<p><a href="${input.discoveredNext}">Next page of discovered machines</a></p>` : ''
+  }</section>`;
 }
 
 /** A machine's page: its status, timeline (transitions, fetches and reports from the audit log) and revisions. */

@@ -15,7 +15,8 @@ const FORWARDED = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'boot.exam
 async function signOutThroughProxy(trustedProxies: string[], remoteAddress: string): Promise<number> {
   const svc = await testService({ trustedProxies });
   try {
-    const cookie = `bootwright_ui=${ADMIN}`;
+    const login = await svc.app.inject({ method: 'POST', url: '/ui/login', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: `token=${ADMIN}` });
+    const cookie = String(login.headers['set-cookie']).split(';')[0]!;
     const page = await svc.app.inject({ url: '/ui', headers: { cookie, ...FORWARDED }, remoteAddress });
     const csrf = /action="\/ui\/logout"><input type="hidden" name="csrf" value="([^"]+)"/.exec(page.body)?.[1];
     assert.ok(csrf, page.body.slice(0, 300));

@@ -59,6 +59,13 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** Sign in with `token` through the page's form: the session cookie (`name=value`). */
+async function signIn(token: string): Promise<string> {
+  const res = await fetch(`${base}/ui/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${encodeURIComponent(token)}` });
+  assert.equal(res.status, 303);
+  return res.headers.get('set-cookie')!.split(';')[0]!;
+}
+
 describe('/ui in Chromium', { skip }, () => {
   it('signs in, shows a machine go Registered → Joined live, enrols a discovered machine, saves a screenshot', async () => {
     const context = await browser!.newContext();
@@ -86,6 +93,8 @@ describe('/ui in Chromium', { skip }, () => {
     await page.getByRole('heading', { name: 'Machines', exact: true }).waitFor();
     const cookie = (await context.cookies()).find((c) => c.name === 'bootwright_ui')!;
     assert.deepEqual([cookie.httpOnly, cookie.sameSite, cookie.path], [true, 'Strict', '/ui']);
+    assert.ok(!cookie.value.includes(ADMIN), 'the cookie holds a session, not the API token');
+    assert.ok(cookie.expires > Date.now() / 1000 && cookie.expires <= Date.now() / 1000 + 12 * 3600 + 5, 'it lasts BOOTWRIGHT_UI_SESSION_SECONDS');
 
     const phase = page.locator('#phase-node-ui');
     assert.equal(await phase.textContent(), 'Registered');
@@ -129,8 +138,8 @@ describe('/ui in Chromium', { skip }, () => {
   });
 
   it('refuses an enrol without the form token, from another origin, or with a read-only token', async () => {
-    const form = (token: string, extra: Record<string, string> = {}) =>
-      fetch(`${base}/ui/enrol`, { method: 'POST', redirect: 'manual', headers: { cookie: `bootwright_ui=${token}`, 'content-type': 'application/x-www-form-urlencoded', ...extra }, body: 'csrf=x&name=n1&cluster=prod&profile=cc&mac=52:54:00:14:01:77' });
+    const form = async (token: string, extra: Record<string, string> = {}) =>
+      fetch(`${base}/ui/enrol`, { method: 'POST', redirect: 'manual', headers: { cookie: await signIn(token), 'content-type': 'application/x-www-form-urlencoded', ...extra }, body: 'csrf=x&name=n1&cluster=prod&profile=cc&mac=52:54:00:14:01:77' });
     assert.equal((await form(ADMIN)).status, 403);
     assert.equal((await form(ADMIN, { origin: 'http://evil.example' })).status, 403);
     assert.equal((await form(READER)).status, 403);
@@ -139,14 +148,28 @@ describe('/ui in Chromium', { skip }, () => {
     assert.equal(anonymous.status, 401);
   });
 
+  it('a session cookie, not the token: a cookie holding the token is no session, and each sign-in has its own form token', async () => {
+    const raw = await fetch(`${base}/ui`, { headers: { cookie: `bootwright_ui=${ADMIN}` } });
+    assert.equal(raw.status, 401, 'a 0.2.0 cookie (the raw token) signs nobody in');
+    const csrfOf = async (cookie: string) => /name="csrf" value="([^"]+)"/.exec(await (await fetch(`${base}/ui`, { headers: { cookie } })).text())?.[1];
+    const [a, b] = [await signIn(ADMIN), await signIn(ADMIN)];
+    assert.notEqual(a, b);
+    const [csrfA, csrfB] = [await csrfOf(a), await csrfOf(b)];
+    assert.ok(csrfA && csrfB && csrfA !== csrfB, 'the form token rotates with the session');
+    // A's form token does not act for B's session.
+    const crossed = await fetch(`${base}/ui/logout`, { method: 'POST', redirect: 'manual', headers: { cookie: b, 'content-type': 'application/x-www-form-urlencoded' }, body: `csrf=${encodeURIComponent(csrfA)}` });
+    assert.equal(crossed.status, 403);
+  });
+
   it('refuses a sign-out without the form token while signed in (another site cannot sign an operator out)', async () => {
-    const logout = (body: string) => fetch(`${base}/ui/logout`, { method: 'POST', redirect: 'manual', headers: { cookie: `bootwright_ui=${ADMIN}`, 'content-type': 'application/x-www-form-urlencoded' }, body });
+    const cookie = await signIn(ADMIN);
+    const logout = (body: string) => fetch(`${base}/ui/logout`, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body });
     const refused = await logout('csrf=x');
     assert.equal(refused.status, 403);
     assert.equal(refused.headers.get('set-cookie'), null, 'the session is kept');
     assert.equal((await logout('')).status, 403);
     // The page's own form carries it.
-    const page = await (await fetch(`${base}/ui`, { headers: { cookie: `bootwright_ui=${ADMIN}` } })).text();
+    const page = await (await fetch(`${base}/ui`, { headers: { cookie } })).text();
     const csrf = /action="\/ui\/logout"><input type="hidden" name="csrf" value="([^"]+)"/.exec(page)?.[1];
     assert.ok(csrf, 'the sign-out form has a token');
     const ok = await logout(`csrf=${encodeURIComponent(csrf)}`);

@@ -5,7 +5,8 @@
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { resourceName } from '../../store/resources.js';
-import { MAX_LIST_LIMIT } from '../../store/store.js';
+import { InvalidArgumentError } from '../../store/errors.js';
+import { type DiscoveredMachine, MAX_LIST_LIMIT, type Store } from '../../store/store.js';
 import type { ServiceContext } from '../context.js';
 import { json, problemResponses } from './resources.js';
 import { yamlResponses } from '../yaml-response.js';
@@ -88,14 +89,21 @@ export const bootAdminRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, c
         description: 'Each distinct identity (MAC, UUID, serial, host name) seen at GET /ipxe that matched no machine, most recently seen first: enrol them as machines.',
         querystring: limitQuery.extend({
           enrolled: z.enum(['true', 'false']).optional().describe('`true` lists the entries a machine already matches too (with `enrolled` naming it); default `false`'),
+          continue: z.string().optional().describe('the `continue` of the previous page'),
         }),
-        response: { 200: json('Discovered machines, most recently seen first', z.object({ items: z.array(discoveredSchema) })), ...problemResponses(400, 401, 403, 429, 503) },
+        response: {
+          200: json(
+            'Discovered machines, most recently seen first',
+            z.object({ items: z.array(discoveredSchema), continue: z.string().optional().describe('present when the page is full: pass it as `continue` for the next page (which may be empty)') }),
+          ),
+          ...problemResponses(400, 401, 403, 429, 503),
+        },
       },
     },
     async (request, reply) => {
-      const items = await ctx.store.listDiscovered({ limit: request.query.limit ?? 100, includeEnrolled: request.query.enrolled === 'true' });
+      const page = await discoveredPage(ctx.store, { limit: request.query.limit ?? 100, includeEnrolled: request.query.enrolled === 'true', continue: request.query.continue });
       void reply.header('cache-control', 'no-store');
-      return { items };
+      return page;
     },
   );
 
@@ -161,3 +169,30 @@ export const bootAdminRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, c
   );
   done();
 };
+
+/**
+ * One page of discovered machines (Store.listDiscovered), with the `continue` token of
+ * the next page when the page is full (the next may be empty): keyset paging on (last seen, id), so a page costs the
+ * same however deep it is, and entries seen again while paging move to the front rather
+ * than being repeated further on. The token is base64url of `lastSeen\nid` of the page's
+ * last entry.
+ *
+ * @throws InvalidArgumentError naming `continue` for a token this function did not make,
+ *   or `limit` as the store
+ */
+export async function discoveredPage(
+  store: Store,
+  options: { limit: number; includeEnrolled: boolean; continue?: string | undefined },
+): Promise<{ items: DiscoveredMachine[]; continue?: string }> {
+  let after: { lastSeen: string; id: string } | undefined;
+  if (options.continue !== undefined && options.continue !== '') {
+    const m = /^(\d{4}-\d{2}-\d{2}T[\d:.]+Z)\n(\d{1,15})$/.exec(Buffer.from(options.continue, 'base64url').toString('utf8'));
+    if (!m) throw new InvalidArgumentError('continue', 'is not a continue token of this list');
+    after = { lastSeen: m[1]!, id: m[2]! };
+  }
+  const items = await store.listDiscovered({ limit: options.limit, includeEnrolled: options.includeEnrolled, ...(after ? { after } : {}) });
+  // A full page may be the last one: the next is then empty (as Kubernetes' `continue`).
+  if (items.length < options.limit) return { items };
+  const last = items.at(-1)!;
+  return { items, continue: Buffer.from(`${last.lastSeen}\n${last.id}`, 'utf8').toString('base64url') };
+}

@@ -175,6 +175,13 @@ export const bootstrapRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, c
         headers: z.object(deliveryHeaders),
         response: {
           ...deliveryResponses,
+          200: {
+            ...deliveryResponses[200],
+            content: {
+              ...deliveryResponses[200].content,
+              'text/plain; charset=utf-8': { schema: z.string().describe('with pointer=true for cloud-config: an #include-once of the signed NoCloud user-data URL') },
+            },
+          },
           ...problemResponses(400, 401, 403, 404, 406, 422, 429, 503),
         },
       },

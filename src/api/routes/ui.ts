@@ -4,13 +4,16 @@
  * script polling `/ui/state.json` for live phases.
  *
  * - Access: the same bearer tokens. `POST /ui/login` takes a token from a form and sets
- *   it as the cookie {@link COOKIE} (HttpOnly, SameSite=Strict, Path=/ui, Secure when the
- *   request came over HTTPS); an `Authorization: Bearer` header works too. Reading needs
+ *   a session for it (src/api/session.ts: signed, naming the token, never holding it,
+ *   lasting `uiSessionSeconds`) as the cookie {@link COOKIE} (HttpOnly, SameSite=Strict,
+ *   Path=/ui, Secure when the request came over HTTPS); an `Authorization: Bearer` header
+ *   works too. Reading needs
  *   `read`; enrolling a discovered machine needs `write` and `render`, as creating the
  *   Machine through the API does.
  * - CSRF: besides SameSite=Strict, every POST must carry no `Origin` or this service's
- *   own, and the forms that act (enrol, sign out) carry a token: HMAC-SHA256 of the
- *   session token under the URL-signing key, checked in constant time.
+ *   own, and the forms that act (enrol, sign out) carry a form token: HMAC-SHA256 of the
+ *   session id under the URL-signing key (a new one at every sign-in), checked in
+ *   constant time.
  * - Every response carries a Content-Security-Policy with a per-response nonce for the
  *   inline style sheet and script (no external assets), `X-Content-Type-Options:
  *   nosniff`, `Referrer-Policy: same-origin` (with `no-referrer` browsers send `Origin: null`, and
@@ -30,9 +33,11 @@ import { machineStatus, PHASES } from '../../store/status.js';
 import { parseLabelSelector } from '../../store/selector.js';
 import { checkWrite } from '../../store/writecheck.js';
 import { fleetBody, type Filters, loginBody, machineBody, type MachineRow, messageBody, page } from '../../ui/pages.js';
-import { hasScope, type Principal } from '../auth.js';
+import { hasScope } from '../auth.js';
+import { bearerSession, issueSession, type Session, verifySession } from '../session.js';
 import type { ServiceContext } from '../context.js';
 import { registerFormParser } from '../body.js';
+import { discoveredPage } from './boot-admin.js';
 import { fleetCounts } from './fleet.js';
 
 /** The session cookie's name. */
@@ -47,33 +52,42 @@ const filterQuery = z.object({
   label: z.string().optional().describe('a label selector (key=value terms)'),
   cluster: z.union([resourceName, z.literal('')]).optional().describe('only machines of this cluster'),
   continue: z.string().optional().describe('the next page of machines'),
+  discovered: z.string().optional().describe('the next page of discovered machines'),
 });
 
-/** The token a request presents: the bearer header, else the session cookie. */
-function presentedToken(request: FastifyRequest): string | undefined {
-  const bearer = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i.exec(request.headers.authorization ?? '')?.[1];
-  if (bearer) return bearer;
+/** The session cookie's value, if the request carries one. */
+function sessionCookie(request: FastifyRequest): string | undefined {
   for (const part of (request.headers.cookie ?? '').split(';')) {
     const [name, ...rest] = part.trim().split('=');
-    if (name === COOKIE) {
-      try {
-        return decodeURIComponent(rest.join('='));
-      } catch {
-        return undefined;
-      }
-    }
+    if (name === COOKIE) return rest.join('=');
   }
   return undefined;
 }
 
-/** The form token of a session: base64url HMAC-SHA256 of `ui-csrf\n<token>` under the URL-signing key. */
-function formToken(ctx: ServiceContext, token: string): string {
-  return createHmac('sha256', ctx.signing.key()).update(`ui-csrf\n${token}`, 'utf8').digest('base64url');
+/**
+ * The session a request presents: by its bearer header, else by its session cookie.
+ * `presented` says whether it presented either (an ended session is not a first visit).
+ */
+function sessionOf(ctx: ServiceContext, request: FastifyRequest): { session?: Session; presented: boolean } {
+  const bearer = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i.exec(request.headers.authorization ?? '')?.[1];
+  if (bearer) {
+    const principal = ctx.tokens.authenticate(`Bearer ${bearer}`);
+    return { ...(principal ? { session: bearerSession(principal, bearer) } : {}), presented: true };
+  }
+  const cookie = sessionCookie(request);
+  if (cookie === undefined || cookie === '') return { presented: false };
+  const session = verifySession(ctx.signing.key(), ctx.tokens, cookie);
+  return { ...(session ? { session } : {}), presented: true };
+}
+
+/** The form token of a session: base64url HMAC-SHA256 of `ui-csrf\n<session id>` under the URL-signing key. */
+function formToken(ctx: ServiceContext, session: Session): string {
+  return createHmac('sha256', ctx.signing.key()).update(`ui-csrf\n${session.sid}`, 'utf8').digest('base64url');
 }
 
 /** Whether a form carried the session's form token (compared in constant time). */
-function formTokenMatches(ctx: ServiceContext, token: string, given: string | undefined): boolean {
-  const expected = Buffer.from(formToken(ctx, token));
+function formTokenMatches(ctx: ServiceContext, session: Session, given: string | undefined): boolean {
+  const expected = Buffer.from(formToken(ctx, session));
   const got = Buffer.from(given ?? '');
   return got.length === expected.length && timingSafeEqual(got, expected);
 }
@@ -106,20 +120,19 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
   const send = (request: FastifyRequest, reply: FastifyReply, status: number, title: string, body: Parameters<typeof page>[2], options: Parameters<typeof page>[3] = {}) =>
     reply.code(status).type('text/html; charset=utf-8').send(page(title, nonces.get(request) ?? '', body, options));
 
-  /** The session: its principal and token, or a sign-in page sent (401) / a 403 page sent. */
-  const session = (request: FastifyRequest, reply: FastifyReply, scopes: readonly Scope[]): { principal: Principal; token: string } | undefined => {
-    const token = presentedToken(request);
-    const principal = token === undefined ? undefined : ctx.tokens.authenticate(`Bearer ${token}`);
-    if (!principal || token === undefined) {
-      void send(request, reply, 401, 'Sign in', loginBody(token === undefined ? undefined : 'That token is not known: sign in again.'));
+  /** The session, or a sign-in page sent (401) / a 403 page sent. */
+  const session = (request: FastifyRequest, reply: FastifyReply, scopes: readonly Scope[]): Session | undefined => {
+    const { session: s, presented } = sessionOf(ctx, request);
+    if (!s) {
+      void send(request, reply, 401, 'Sign in', loginBody(presented ? 'That session has ended, or its token is not known: sign in again.' : undefined));
       return undefined;
     }
-    const missing = scopes.filter((s) => !hasScope(principal, s));
+    const missing = scopes.filter((scope) => !hasScope(s.principal, scope));
     if (missing.length > 0) {
-      void send(request, reply, 403, 'Not allowed', messageBody(`The token lacks the ${missing.join(' and ')} scope.`), { signedIn: true, csrf: formToken(ctx, token) });
+      void send(request, reply, 403, 'Not allowed', messageBody(`The token lacks the ${missing.join(' and ')} scope.`), { signedIn: true, csrf: formToken(ctx, s) });
       return undefined;
     }
-    return { principal, token };
+    return s;
   };
 
   const hidden = { hide: true } as const;
@@ -155,10 +168,10 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
     const [clusters, profiles, discovered] = await Promise.all([
       ctx.store.list('Cluster', { limit: PAGE_ROWS }),
       ctx.store.list('Profile', { limit: PAGE_ROWS }),
-      ctx.store.listDiscovered({ limit: PAGE_ROWS }),
+      discoveredPage(ctx.store, { limit: PAGE_ROWS, includeEnrolled: false, continue: request.query.discovered }),
     ]);
     const nextQuery = next ? `/ui?${new URLSearchParams({ ...(filters.phase ? { phase: filters.phase } : {}), ...(filters.label ? { label: filters.label } : {}), ...(filters.cluster ? { cluster: filters.cluster } : {}), continue: next }).toString()}` : undefined;
-    const csrf = formToken(ctx, s.token);
+    const csrf = formToken(ctx, s);
     return send(
       request,
       reply,
@@ -170,7 +183,8 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
         filters,
         clusters: clusters.items.map((c) => c.name),
         profiles: profiles.items.map((p) => p.name),
-        discovered,
+        discovered: discovered.items,
+        ...(discovered.continue ? { discoveredNext: `/ui?${new URLSearchParams({ discovered: discovered.continue }).toString()}` } : {}),
         canEnrol: hasScope(s.principal, 'write') && hasScope(s.principal, 'render'),
         csrf,
         ...(nextQuery ? { next: nextQuery } : {}),
@@ -180,9 +194,8 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
   });
 
   app.get('/ui/state.json', { schema: { ...hidden, querystring: filterQuery } }, async (request, reply) => {
-    const token = presentedToken(request);
-    const principal = token === undefined ? undefined : ctx.tokens.authenticate(`Bearer ${token}`);
-    if (!principal || !hasScope(principal, 'read')) return reply.code(401).type('application/json').send('{"error":"sign in"}');
+    const { session: s } = sessionOf(ctx, request);
+    if (!s || !hasScope(s.principal, 'read')) return reply.code(401).type('application/json').send('{"error":"sign in"}');
     const { fleet, rows } = await fleetState(filtersOf(request.query));
     return reply.type('application/json').send(JSON.stringify({ machines: fleet.machines, phases: fleet.phases, rows: Object.fromEntries(rows.map((r) => [r.machine.name, r.status.phase])) }));
   });
@@ -193,7 +206,7 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
     const machine = await ctx.store.get('Machine', request.params.name);
     const [records, audit, revisions] = await Promise.all([ctx.store.statuses([machine.name]), ctx.store.audit(machine.name, { limit: PAGE_ROWS }), ctx.store.revisions('Machine', machine.name)]);
     const status = machineStatus(records.get(machine.name), new Date(), ctx.config.reportTimeoutSeconds);
-    return send(request, reply, 200, `Machine ${machine.name}`, machineBody(machine, status, audit, revisions), { signedIn: true, script: true, csrf: formToken(ctx, s.token) });
+    return send(request, reply, 200, `Machine ${machine.name}`, machineBody(machine, status, audit, revisions), { signedIn: true, script: true, csrf: formToken(ctx, s) });
   });
 
   app.post('/ui/login', { bodyLimit: FORM_LIMIT, schema: { ...hidden, body: z.object({ token: z.string().max(4096) }) } }, async (request, reply) => {
@@ -202,14 +215,15 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
     const principal = /^[\x21-\x7e]+$/.test(token) ? ctx.tokens.authenticate(`Bearer ${token}`) : undefined;
     if (!principal || !hasScope(principal, 'read')) return send(request, reply, 401, 'Sign in', loginBody('That token is not known, or lacks the read scope.'));
     const secure = request.protocol === 'https' ? '; Secure' : '';
-    void reply.header('set-cookie', `${COOKIE}=${encodeURIComponent(token)}; Path=/ui; HttpOnly; SameSite=Strict${secure}`);
+    const value = issueSession(ctx.signing.key(), ctx.tokens, principal, ctx.config.uiSessionSeconds);
+    void reply.header('set-cookie', `${COOKIE}=${value}; Path=/ui; Max-Age=${ctx.config.uiSessionSeconds}; HttpOnly; SameSite=Strict${secure}`);
     return reply.code(303).header('location', '/ui').send();
   });
 
   app.post('/ui/logout', { bodyLimit: FORM_LIMIT, schema: { ...hidden, body: z.object({ csrf: z.string().optional() }) } }, async (request, reply) => {
     // Signed in, the form token must match too (another site must not sign an operator out).
-    const token = presentedToken(request);
-    if (!sameOrigin(request) || (token !== undefined && !formTokenMatches(ctx, token, request.body.csrf))) return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page.'));
+    const { session: s } = sessionOf(ctx, request);
+    if (!sameOrigin(request) || (s !== undefined && !formTokenMatches(ctx, s, request.body.csrf))) return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page.'));
     void reply.header('set-cookie', `${COOKIE}=; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=0`);
     return reply.code(303).header('location', '/ui').send();
   });
@@ -235,8 +249,8 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
     async (request, reply) => {
       const s = session(request, reply, ['write', 'render']);
       if (!s) return reply;
-      if (!sameOrigin(request) || !formTokenMatches(ctx, s.token, request.body.csrf)) {
-        return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page (its form token does not match): reload the page and try again.'), { signedIn: true, csrf: formToken(ctx, s.token) });
+      if (!sameOrigin(request) || !formTokenMatches(ctx, s, request.body.csrf)) {
+        return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page (its form token does not match): reload the page and try again.'), { signedIn: true, csrf: formToken(ctx, s) });
       }
       const { name, cluster, profile, mac, uuid, serial, hostname } = request.body;
       // The ordinary Machine create, as POST /v1/machines does it: the same document, checks and store call.
@@ -247,7 +261,7 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
         spec: { selectors: { mac: mac ? [mac] : [], ...(uuid ? { uuid } : {}), ...(serial ? { serial } : {}), ...(hostname ? { hostname } : {}) }, cluster, profile },
       };
       const parsed = WRITE_DOCUMENTS.Machine.safeParse(doc);
-      const problem = (status: number, message: string, problems: FieldProblem[] = []) => send(request, reply, status, 'Enrol', messageBody(message, problems), { signedIn: true, csrf: formToken(ctx, s.token) });
+      const problem = (status: number, message: string, problems: FieldProblem[] = []) => send(request, reply, status, 'Enrol', messageBody(message, problems), { signedIn: true, csrf: formToken(ctx, s) });
       if (!parsed.success) return problem(422, 'The machine is not valid.', zodProblems(parsed.error));
       const input = { name: parsed.data.metadata.name, spec: jsonSafeSpec('Machine', parsed.data.spec) };
       let created: StoredResource<MachineSpec>;
