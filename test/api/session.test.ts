@@ -24,7 +24,7 @@ describe('status-page sessions', () => {
     assert.equal(verifySession(key, table('another-token-0123456789abcdef01'), value, 1_000_100), undefined, 'the token was replaced');
     assert.equal(verifySession(key, new TokenTable([]), value, 1_000_100), undefined, 'the token was removed');
     assert.equal(verifySession(randomBytes(32), tokens, value, 1_000_100), undefined, 'another key');
-    const [sid, exp, name, mac] = value.split('.');
+    const [sid, exp, name, mac] = value.split('.') as [string, string, string, string];
     for (const forged of [`${sid}.${Number(exp) + 1}.${name}.${mac}`, `${sid}.${exp}.${Buffer.from('admin').toString('base64url')}.${mac}`, `${sid}x.${exp}.${name}.${mac}`, TOKEN, '', '....']) {
       assert.equal(verifySession(key, tokens, forged, 1_000_100), undefined, forged);
     }
