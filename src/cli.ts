@@ -9,6 +9,7 @@
  *   bootwright get clusters|profiles|machines|discovered [NAME] [-l SELECTOR] [-o table|yaml|json|name]
  *   bootwright apply -f FILE|DIR|-
  *   bootwright delete KIND NAME
+ *   bootwright reset-fetches MACHINE
  *   bootwright describe machine NAME
  *   bootwright enroll DISCOVERED --profile P --cluster C [--name N]
  *   bootwright status
@@ -41,6 +42,7 @@ import { printable } from './cli/inventory/kinds.js';
 import { DELETE, runDelete } from './cli/inventory/delete.js';
 import { DESCRIBE, runDescribe } from './cli/inventory/describe.js';
 import { ENROLL, runEnroll } from './cli/inventory/enroll.js';
+import { RESET_FETCHES, runResetFetches } from './cli/inventory/reset-fetches.js';
 import { GET, runGet } from './cli/inventory/get.js';
 import { runStatus, STATUS } from './cli/inventory/status.js';
 import { runUpgrade, UPGRADE } from './cli/upgrade.js';
@@ -68,7 +70,7 @@ const HELP: Command = {
 };
 
 /** Every command, in the order help lists them. */
-const COMMANDS: readonly Command[] = [RENDER, VALIDATE, SERVE, CONTROLLER, GET, APPLY, DELETE, DESCRIBE, ENROLL, STATUS, UPGRADE, VERSION, HELP];
+const COMMANDS: readonly Command[] = [RENDER, VALIDATE, SERVE, CONTROLLER, GET, APPLY, DELETE, RESET_FETCHES, DESCRIBE, ENROLL, STATUS, UPGRADE, VERSION, HELP];
 
 /** A suggestion for a mistyped command: one whose name shares its first two letters. */
 function didYouMean(name: string): string {
@@ -126,6 +128,8 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
         return await runApply(parsed, out, err, readStdin);
       case 'delete':
         return await runDelete(parsed, out);
+      case 'reset-fetches':
+        return await runResetFetches(parsed, out);
       case 'describe':
         return await runDescribe(parsed, out);
       case 'enroll':
@@ -178,6 +182,16 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
 }
 
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  // A reader that went away (`bootwright get machines | head`) ends the command quietly,
+  // as a closed pipe ends `kubectl get`: no EPIPE stack trace. Not the long-running
+  // commands, which shut down in order on their signals.
+  const longRunning = ['serve', 'controller'].includes(process.argv[2] ?? '');
+  for (const stream of longRunning ? [] : [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE') process.exit(EXIT.ok);
+      throw e;
+    });
+  }
   void main(process.argv.slice(2)).then((code) => {
     if (code !== 0) process.exitCode = code;
   });

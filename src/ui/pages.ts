@@ -132,10 +132,35 @@ ${input.discovered.length === 0 ? html`<p>None: every machine that booted matche
   }</section>`;
 }
 
-/** A machine's page: its status, timeline (transitions, fetches and reports from the audit log) and revisions. */
-export function machineBody(machine: StoredResource<{ cluster: string; profile: string }>, status: MachineStatus, audit: AuditEntry[], revisions: StoredResource[]): Html {
+/** What a machine's page may offer: the session's form token and whether it may write. */
+export interface MachineActions {
+  csrf: string;
+  /** The session's token has the `write` scope (reset fetches). */
+  canWrite: boolean;
+  /** Secret-bearing fetches counted against `maxFetches` since the last reset (counted only for a machine with a limit). */
+  fetchCount: number;
+}
+
+/** A machine's page: its status, fetch count (with a reset form when allowed), timeline (transitions, fetches and reports from the audit log) and revisions. */
+export function machineBody(
+  machine: StoredResource<{ cluster: string; profile: string; maxFetches?: number }>,
+  status: MachineStatus,
+  audit: AuditEntry[],
+  revisions: StoredResource[],
+  actions: MachineActions,
+): Html {
   const report = status.lastReport;
+  const limit = machine.spec.maxFetches;
   return html`<p>Phase ${phaseBadge(`phase-${machine.name}`, status.phase)} · cluster ${machine.spec.cluster} · profile ${machine.spec.profile} · revision ${machine.revision}</p>
+<div id="fetches">${
+    limit === undefined
+      ? 'Fetches: not limited (no maxFetches)'
+      : html`Fetches: ${actions.fetchCount} of at most ${limit}${
+          actions.canWrite
+            ? html` <form class="inline" method="post" action="/ui/machines/${machine.name}/reset-fetches"><input type="hidden" name="csrf" value="${actions.csrf}"><button type="submit">Reset fetches</button></form>`
+            : ''
+        }`
+  }</div>
 ${status.served ? html`<p>Last served: revision ${status.served.revision}, ${status.served.format}${status.served.ignitionVersion ? ` ${status.served.ignitionVersion}` : ''}, sha256 <code>${status.served.sha256}</code> at ${status.served.time}</p>` : ''}
 ${report ? html`<section aria-labelledby="report-h"><h2 id="report-h">Last boot report</h2><p>${report.outcome}, exit code ${report.exitCode ?? 'unknown'}, at ${report.time}</p><pre>${report.output}</pre></section>` : ''}
 <section aria-labelledby="timeline-h"><h2 id="timeline-h">Timeline</h2>

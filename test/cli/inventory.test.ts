@@ -7,7 +7,7 @@
  * captured); the exit codes and standard input are checked on the CLI as a process too.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
@@ -239,6 +239,41 @@ describe('enroll, describe, status, delete', () => {
     assert.equal((await cli(['delete', 'machine', 'rack1-n3'], READER)).code, 3, 'the read scope cannot delete');
   });
 
+  it('reset-fetches: a machine at its maxFetches is refused its data until reset, then served the same URL (write scope)', async () => {
+    const machine = `apiVersion: bootwright.dev/v1alpha1
+kind: Machine
+metadata: {name: rack1-n9}
+spec: {cluster: prod, profile: flatcar-worker, selectors: {mac: ["52:54:00:10:00:09"]}, maxFetches: 1}
+`;
+    const file = join(dir, 'rack1-n9.yaml');
+    writeFileSync(file, machine);
+    assert.equal((await cli(['apply', '-f', file])).code, 0);
+    const configUrl = async () => {
+      const script = await (await fetch(`${server}/ipxe?mac=52-54-00-10-00-09`)).text();
+      return new URL(/ignition\.config\.url=(\S+)/.exec(script)![1]!.replace('http://192.168.10.5:8080', server));
+    };
+    assert.equal((await fetch(await configUrl())).status, 200);
+    // First fetch wins: a fresh URL (another second's expiry) is needed for the second fetch.
+    await new Promise((r) => setTimeout(r, 1100));
+    const second = await configUrl();
+    const refused = await fetch(second);
+    assert.equal(refused.status, 403);
+    assert.match(((await refused.json()) as { detail: string }).detail, /fetch limit reached/);
+    assert.equal((await cli(['reset-fetches', 'rack1-n9'], READER)).code, 3, 'the read scope cannot reset');
+    assert.deepEqual(await cli(['reset-fetches', 'rack1-n9']), { code: 0, stdout: 'machine "rack1-n9" fetches reset\n', stderr: '' });
+    assert.equal((await fetch(second)).status, 200);
+    const missing = await cli(['reset-fetches', 'rack1-n404']);
+    assert.equal(missing.code, 3);
+    assert.match(missing.stderr, /^Error from server \(Not found\): Machine "rack1-n404" does not exist\n/);
+    assert.equal((await cli(['delete', 'machine', 'rack1-n9'])).code, 0);
+  });
+
+  it('without a token the refusal hints at --token-file', async () => {
+    const refused = await cli(['get', 'machines'], '');
+    assert.equal(refused.code, 3);
+    assert.match(refused.stderr, /^Error from server \(Unauthorized\): .*\nhint: pass a token with --token-file FILE \(or BOOTWRIGHT_TOKEN_FILE, BOOTWRIGHT_TOKEN\)/);
+  });
+
   it('a host name with control characters any client sent to /ipxe never reaches the terminal (no escape sequence, no forged row)', async () => {
     // An attacker pass stored ESC, BEL and line feeds this way: raw, they cleared the
     // operator's screen, retitled the window and forged a table row. Now such a value is
@@ -253,6 +288,18 @@ describe('enroll, describe, status, delete', () => {
     assert.equal(listed.stdout.trimEnd().split('\n').length, 2, 'one header, one row: no forged line');
     const id = /^(\d+) /.exec(row)![1]!;
     assert.equal((await cli(['delete', 'discovered', id])).code, 0);
+  });
+
+  it('as a process: a reader that closes the pipe early (| head) ends it quietly, exit 0', async () => {
+    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), join(ROOT, 'src/cli.ts'), 'get', 'machines', '-o', 'yaml'], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', BOOTWRIGHT_URL: server, BOOTWRIGHT_TOKEN: READER },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+    assert.deepEqual({ code, stderr }, { code: 0, stderr: '' });
   });
 
   it('as a process: an unreachable service exits 4; a token file works; --token and --token-file together exit 2', async () => {

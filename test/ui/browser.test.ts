@@ -44,7 +44,7 @@ before(async () => {
   for (const [kind, collection, name, spec] of [
     ['Cluster', 'clusters', 'prod', cluster],
     ['Profile', 'profiles', 'cc', { role: 'worker', kubernetesVersion: 'v1.33.2', boot: { kernel: 'http://images.example.com/vmlinuz', args: ['console=ttyS0'] } }],
-    ['Machine', 'machines', 'node-ui', { selectors: { mac: ['52:54:00:14:01:01'] }, cluster: 'prod', profile: 'cc' }],
+    ['Machine', 'machines', 'node-ui', { selectors: { mac: ['52:54:00:14:01:01'] }, cluster: 'prod', profile: 'cc', maxFetches: 3 }],
   ] as const) {
     const res = await api('POST', `/v1/${collection}`, { apiVersion: API, kind, metadata: { name }, spec });
     assert.equal(res.status, 201, res.body);
@@ -122,6 +122,10 @@ describe('/ui in Chromium', { skip }, () => {
     await page.getByRole('link', { name: 'node-ui' }).click();
     await page.getByRole('heading', { name: 'Last boot report' }).waitFor();
     assert.match((await page.locator('pre').textContent()) ?? '', /This node has joined the cluster/);
+    // Its one user-data fetch is counted; the page's button resets the count.
+    assert.equal(await page.locator('#fetches').innerText(), 'Fetches: 1 of at most 3 Reset fetches');
+    await page.getByRole('button', { name: 'Reset fetches' }).click();
+    await page.locator('#fetches').filter({ hasText: /^Fetches: 0 of at most 3/ }).waitFor();
     await page.getByRole('link', { name: 'bootwright' }).click();
 
     // Enrol the discovered machine through the page's form.
@@ -144,6 +148,16 @@ describe('/ui in Chromium', { skip }, () => {
     assert.equal((await form(ADMIN, { origin: 'http://evil.example' })).status, 403);
     assert.equal((await form(READER)).status, 403);
     assert.equal((await api('GET', '/v1/machines/n1')).status, 404);
+    // Resetting fetches: the form token and the write scope, as the API's DELETE.
+    const reset = async (token: string, csrf?: string) => {
+      const cookie = await signIn(token);
+      const page = await (await fetch(`${base}/ui/machines/node-ui`, { headers: { cookie } })).text();
+      const own = /name="csrf" value="([^"]+)"/.exec(page)![1]!;
+      const res = await fetch(`${base}/ui/machines/node-ui/reset-fetches`, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: `csrf=${encodeURIComponent(csrf ?? own)}` });
+      return { status: res.status, button: page.includes('Reset fetches') };
+    };
+    assert.deepEqual(await reset(READER), { status: 403, button: false });
+    assert.deepEqual(await reset(ADMIN, 'x'), { status: 403, button: true });
     const anonymous = await fetch(`${base}/ui/state.json`);
     assert.equal(anonymous.status, 401);
   });

@@ -9,9 +9,10 @@
  *   Path=/ui, Secure when the request came over HTTPS); an `Authorization: Bearer` header
  *   works too. Reading needs
  *   `read`; enrolling a discovered machine needs `write` and `render`, as creating the
- *   Machine through the API does.
+ *   Machine through the API does; resetting a machine's fetches needs `write`, as
+ *   `DELETE /v1/machines/NAME/fetches` does.
  * - CSRF: besides SameSite=Strict, every POST must carry no `Origin` or this service's
- *   own, and the forms that act (enrol, sign out) carry a form token: HMAC-SHA256 of the
+ *   own, and the forms that act (enrol, reset fetches, sign out) carry a form token: HMAC-SHA256 of the
  *   session id under the URL-signing key (a new one at every sign-in), checked in
  *   constant time.
  * - Every response carries a Content-Security-Policy with a per-response nonce for the
@@ -204,10 +205,34 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
     const s = session(request, reply, ['read']);
     if (!s) return reply;
     const machine = await ctx.store.get('Machine', request.params.name);
-    const [records, audit, revisions] = await Promise.all([ctx.store.statuses([machine.name]), ctx.store.audit(machine.name, { limit: PAGE_ROWS }), ctx.store.revisions('Machine', machine.name)]);
+    const [records, audit, revisions, fetchCount] = await Promise.all([
+      ctx.store.statuses([machine.name]),
+      ctx.store.audit(machine.name, { limit: PAGE_ROWS }),
+      ctx.store.revisions('Machine', machine.name),
+      ctx.store.fetchCount(machine.name),
+    ]);
     const status = machineStatus(records.get(machine.name), new Date(), ctx.config.reportTimeoutSeconds);
-    return send(request, reply, 200, `Machine ${machine.name}`, machineBody(machine, status, audit, revisions), { signedIn: true, script: true, csrf: formToken(ctx, s) });
+    const csrf = formToken(ctx, s);
+    const body = machineBody(machine, status, audit, revisions, { csrf, canWrite: hasScope(s.principal, 'write'), fetchCount });
+    return send(request, reply, 200, `Machine ${machine.name}`, body, { signedIn: true, script: true, csrf });
   });
+
+  // DELETE /v1/machines/NAME/fetches from the machine's page: the write scope, as the API.
+  app.post(
+    '/ui/machines/:name/reset-fetches',
+    { bodyLimit: FORM_LIMIT, schema: { ...hidden, params: z.object({ name: resourceName }), body: z.object({ csrf: z.string() }) } },
+    async (request, reply) => {
+      const s = session(request, reply, ['write']);
+      if (!s) return reply;
+      if (!sameOrigin(request) || !formTokenMatches(ctx, s, request.body.csrf)) {
+        return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page (its form token does not match): reload the page and try again.'), { signedIn: true, csrf: formToken(ctx, s) });
+      }
+      const machine = await ctx.store.get('Machine', request.params.name);
+      await ctx.store.resetFetches(machine.name);
+      request.log.info({ machine: machine.name, principal: s.principal.name }, 'machine fetches reset from the status page');
+      return reply.code(303).header('location', `/ui/machines/${machine.name}`).send();
+    },
+  );
 
   app.post('/ui/login', { bodyLimit: FORM_LIMIT, schema: { ...hidden, body: z.object({ token: z.string().max(4096) }) } }, async (request, reply) => {
     if (!sameOrigin(request)) return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page.'));

@@ -186,9 +186,16 @@ export function clientFrom(parsed: Parsed, env: NodeJS.ProcessEnv = process.env)
   );
 }
 
-/** Print a refusal as kubectl prints a server's Status: the title and detail, then each field. */
+/**
+ * Print a refusal as kubectl prints a server's Status: the title and detail, then each
+ * field. A 401 (no token, or one the service does not know) ends with a hint naming
+ * where a token comes from.
+ */
 export function printRefusal(e: ServerRefusal, err: NodeJS.WritableStream): void {
   // Every part is the service's, and may carry what a client on the boot network sent it.
   err.write(`Error from server (${printable(e.title)}): ${printable(e.detail)}\n`);
   for (const f of e.errors) err.write(`  ${f.path ? `${printable(f.path)}: ` : ''}${printable(f.message)}\n`);
+  if (e.status === 401) {
+    err.write(`hint: pass a token with --token-file FILE (or ${CLIENT_ENV.tokenFile}, ${CLIENT_ENV.token}); 'bootwright serve' writes an admin token to DATA_DIR/admin-token\n`);
+  }
 }
