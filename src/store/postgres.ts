@@ -450,7 +450,8 @@ export class PostgresStore implements Store {
 
   /** @inheritdoc */
   async recordAudit(entry: AuditInput, bounds: AuditBounds = {}, event?: StatusEvent, claim?: UrlClaim): Promise<boolean> {
-    const values = auditValues(entry, this.timestamp());
+    const at = this.timestamp();
+    const values = auditValues(entry, at);
     const insert = `INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (${values.map((_v, i) => `$${i + 1}`).join(', ')})`;
     if (!isRefusal(entry.status)) {
       const max = bounds.maxServedPerMachine;
@@ -464,9 +465,10 @@ export class PostgresStore implements Store {
           const inserted = await client.query('INSERT INTO claimed_urls (key, machine, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING', [claim.key, entry.machine, claim.expiresAt]);
           if (inserted.rowCount !== 1) return false;
         }
-        await client.query(insert, values);
+        // The status first: a fetch it flags (without /ipxe) says so in its audit row.
+        const flag = event ? (await this.applyStatus(client, entry.machine, event)).flag : undefined;
+        await client.query(insert, flag ? auditValues({ ...entry, reason: flag }, at) : values);
         if (max !== undefined) await client.query(TRIM_SERVED_AUDIT, [entry.machine, entry.route, max - 1]);
-        if (event) await this.applyStatus(client, entry.machine, event);
         return true;
       });
     }
@@ -573,22 +575,23 @@ export class PostgresStore implements Store {
 
   /** @inheritdoc */
   async updateStatus(machine: string, event: StatusEvent): Promise<boolean> {
-    return this.transaction((client) => this.applyStatus(client, machine, event));
+    return this.transaction(async (client) => (await this.applyStatus(client, machine, event)).accepted);
   }
 
-  /** Apply a lifecycle event inside a transaction; false when it was refused ({@link Store.updateStatus}). */
-  private async applyStatus(client: pg.PoolClient, machine: string, event: StatusEvent): Promise<boolean> {
+  /** Apply a lifecycle event inside a transaction; `accepted` false when it was refused ({@link Store.updateStatus}). */
+  private async applyStatus(client: pg.PoolClient, machine: string, event: StatusEvent): Promise<ReturnType<typeof applyEvent>> {
     // One writer per machine status at a time, on every replica.
     await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`status/${machine}`]);
     const row = (await client.query<StatusRow>('SELECT * FROM machine_status WHERE machine = $1', [machine])).rows[0];
-    const { record, accepted } = applyEvent(row ? toStatusRecord(row) : undefined, event, this.timestamp());
+    const applied = applyEvent(row ? toStatusRecord(row) : undefined, event, this.timestamp());
+    const { record, accepted } = applied;
     if (accepted) {
       await client.query(
         'INSERT INTO machine_status (machine, phase, since, record) VALUES ($1, $2, $3, $4) ON CONFLICT (machine) DO UPDATE SET phase = excluded.phase, since = excluded.since, record = excluded.record',
         [machine, record.phase, record.since, JSON.stringify(record)],
       );
     }
-    return accepted;
+    return applied;
   }
 
   /** @inheritdoc */

@@ -245,11 +245,11 @@ export class SqliteStore implements Store {
       ping: db.prepare('SELECT 1'),
     };
     const s = this.statements;
-    const applyStatus = (machine: string, event: StatusEvent): boolean => {
+    const applyStatus = (machine: string, event: StatusEvent): ReturnType<typeof applyEvent> => {
       const row = s.getStatus.get(machine);
-      const { record, accepted } = applyEvent(row ? toStatusRecord(row) : undefined, event, this.timestamp());
-      if (accepted) s.putStatus.run(machine, record.phase, record.since, JSON.stringify(record));
-      return accepted;
+      const applied = applyEvent(row ? toStatusRecord(row) : undefined, event, this.timestamp());
+      if (applied.accepted) s.putStatus.run(machine, applied.record.phase, applied.record.since, JSON.stringify(applied.record));
+      return applied;
     };
     this.writes = {
       audit: db.transaction((entry: AuditInput, bounds: AuditBounds, event: StatusEvent | undefined, claim: UrlClaim | undefined): boolean => {
@@ -258,12 +258,14 @@ export class SqliteStore implements Store {
           s.expireClaims.run(Math.floor(this.now().getTime() / 1000));
           if (s.claimUrl.run(claim.key, entry.machine, claim.expiresAt).changes !== 1) return false;
         }
-        s.insertAudit.run(...auditValues(entry, this.timestamp()));
         if (served) {
+          // The status first: a fetch it flags (without /ipxe) says so in its audit row.
+          const flag = event ? applyStatus(entry.machine, event).flag : undefined;
+          s.insertAudit.run(...auditValues(flag ? { ...entry, reason: flag } : entry, this.timestamp()));
           if (bounds.maxServedPerMachine !== undefined) s.trimServed.run(entry.machine, entry.route, entry.machine, entry.route, bounds.maxServedPerMachine - 1);
-          if (event) applyStatus(entry.machine, event);
           return true;
         }
+        s.insertAudit.run(...auditValues(entry, this.timestamp()));
         const expired = bounds.retentionSeconds ? s.expireRefusals.run(before(this.now(), bounds.retentionSeconds)).changes : 0;
         const count = s.countRefusals.get(1 - expired)!.count;
         if (bounds.maxRefused !== undefined && count > bounds.maxRefused) s.countRefusals.get(-s.trimRefusals.run(count - bounds.maxRefused).changes);
@@ -277,7 +279,7 @@ export class SqliteStore implements Store {
         const row = s.touchDiscovered.get(at, key.mac, key.uuid, key.serial, key.hostname) ?? s.insertDiscovered.get(key.mac, key.uuid, key.serial, key.hostname, at, at)!;
         return toDiscovered(row);
       }),
-      status: db.transaction(applyStatus),
+      status: db.transaction((machine: string, event: StatusEvent): boolean => applyStatus(machine, event).accepted),
     };
   }
 

@@ -73,6 +73,12 @@ export interface MachineStatus {
   lastReport?: BootReport;
 }
 
+/**
+ * The audit `reason` of a served fetch that came with no `/ipxe` since the machine
+ * joined or failed ({@link applyEvent}): not a new provisioning cycle.
+ */
+export const WITHOUT_IPXE = 'without-ipxe';
+
 function withPhase(prev: StatusRecord | undefined, phase: StoredPhase, at: string): Pick<StatusRecord, 'phase' | 'since' | 'transitions'> {
   const transitions = prev?.transitions ?? [];
   // A new boot, fetch or report is a transition even in the same phase (a reboot, a retry).
@@ -88,13 +94,17 @@ function withPhase(prev: StatusRecord | undefined, phase: StoredPhase, at: strin
  *   transition while the machine is already `Booting` (a thousand requests are one boot,
  *   and push no earlier transition out of the history).
  * - `served`: phase `Provisioning` (a repeated fetch in `Provisioning` keeps its `since`
- *   and adds no transition), `served` updated; the report count starts again.
+ *   and adds no transition), `served` updated; the report count starts again. A fetch of
+ *   a machine that is `Joined` or `Failed`, with no `/ipxe` since (a cloud-init reboot
+ *   re-reading its user-data, a debugging curl, a leaked URL), starts no provisioning
+ *   cycle: the phase, transitions and report count stay, `served` is updated, and the
+ *   result is flagged {@link WITHOUT_IPXE} (the stores put it in the audit row's `reason`).
  * - `report`: phase `Joined` (success) or `Failed`, `lastReport` set; refused (the
  *   record unchanged, `accepted` false) once `maxReports` reports came since the latest fetch.
  *
  * @param at ISO 8601 UTC
  */
-export function applyEvent(prev: StatusRecord | undefined, event: StatusEvent, at: string): { record: StatusRecord; accepted: boolean } {
+export function applyEvent(prev: StatusRecord | undefined, event: StatusEvent, at: string): { record: StatusRecord; accepted: boolean; flag?: typeof WITHOUT_IPXE } {
   const base = prev ?? { phase: 'Registered' as const, since: at, transitions: [], reports: 0 };
   switch (event.kind) {
     case 'booting':
@@ -103,6 +113,7 @@ export function applyEvent(prev: StatusRecord | undefined, event: StatusEvent, a
     case 'served': {
       const served = { ...event.served, time: at };
       if (prev?.phase === 'Provisioning') return { record: { ...prev, served, reports: 0 }, accepted: true };
+      if (prev?.phase === 'Joined' || prev?.phase === 'Failed') return { record: { ...prev, served }, accepted: true, flag: WITHOUT_IPXE };
       return { record: { ...base, ...withPhase(prev, 'Provisioning', at), served, reports: 0 }, accepted: true };
     }
     case 'report': {

@@ -213,7 +213,7 @@ describe('enroll, describe, status, delete', () => {
     assert.match((await cli(['get', 'machines', '-l', 'rack in (rack1)'], READER)).stdout, /^rack1-n3 +prod +flatcar-worker +Booting +0 +1 +\d+s$/m);
     assert.match(d.stdout, /^Selectors:\n {2}mac: +\["52:54:00:10:00:03"\]\n {2}hostname: +rack1-n3\n/m);
     assert.match(d.stdout, /^Revisions:\n {2}REVISION +UPDATED +CLUSTER +PROFILE\n {2}1 +\S+ +prod@1 +flatcar-worker@1\n/m);
-    assert.match(d.stdout, /^Audit \(newest \d+\):\n {2}TIME +ROUTE +STATUS +CLIENT\n( {2}.*\n)* {2}\S+ +\/ipxe +200 +127\.0\.0\.1\n/m);
+    assert.match(d.stdout, /^Audit \(newest \d+\):\n {2}TIME +ROUTE +STATUS +CLIENT +REASON\n( {2}.*\n)* {2}\S+ +\/ipxe +200 +127\.0\.0\.1\n/m);
   });
 
   it('status counts machines by phase and the discovered ones still to enrol', async () => {

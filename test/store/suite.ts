@@ -428,6 +428,25 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
         assert.equal((await store.fleet(future)).machines, 1);
       }, true));
 
+      it("a fetch after Joined or Failed with no /ipxe since is flagged without-ipxe in its audit row and starts no cycle; after /ipxe it does", using(makeStore, async (store) => {
+        await store.create('Machine', { name: 'node-1', spec: machine() });
+        const served = (sha: string) => ({ kind: 'served' as const, served: { revision: 1, sha256: sha.repeat(32), format: 'cloud-config' as const } });
+        const fetch = (sha: string) => store.recordAudit({ machine: 'node-1', route: '/nocloud/user-data', client: '10.0.0.1', status: 200 }, {}, served(sha));
+        await store.recordAudit({ machine: 'node-1', route: '/ipxe', client: '10.0.0.1', status: 200 }, {}, { kind: 'booting' });
+        await fetch('ab');
+        await store.updateStatus('node-1', { kind: 'report', report: { outcome: 'success', exitCode: 0, output: '' }, maxReports: 1 });
+        // A reboot re-reading its user-data, or a curl with a leaked URL: still Joined.
+        await fetch('cd');
+        const joined = (await store.statuses(['node-1'])).get('node-1')!;
+        assert.deepEqual([joined.phase, joined.transitions.map((t) => t.phase), joined.served!.sha256, joined.reports], ['Joined', ['Booting', 'Provisioning', 'Joined'], 'cd'.repeat(32), 1]);
+        assert.deepEqual((await store.audit('node-1')).map((r) => [r.route, r.reason]), [['/nocloud/user-data', 'without-ipxe'], ['/nocloud/user-data', undefined], ['/ipxe', undefined]]);
+        // The next PXE boot is a new cycle.
+        await store.recordAudit({ machine: 'node-1', route: '/ipxe', client: '10.0.0.1', status: 200 }, {}, { kind: 'booting' });
+        await fetch('ef');
+        assert.equal((await store.statuses(['node-1'])).get('node-1')!.phase, 'Provisioning');
+        assert.equal((await store.audit('node-1'))[0]!.reason, undefined);
+      }, true));
+
       it('concurrent reports never exceed the per-fetch cap', using(makeStore, async (store) => {
         await store.updateStatus('node-1', { kind: 'served', served: { revision: 1, sha256: 'ef'.repeat(32), format: 'cloud-config' } });
         const results = await Promise.all(Array.from({ length: 20 }, (_v, i) => store.updateStatus('node-1', { kind: 'report', report: { outcome: 'success', exitCode: 0, output: String(i) }, maxReports: 5 })));

@@ -112,7 +112,7 @@ export async function runDescribe(parsed: Parsed, out: NodeJS.WritableStream): P
   text += `Revisions:\n${indent(table(['REVISION', 'UPDATED', 'CLUSTER', 'PROFILE'], revisions.items.map((r) => [String(r.metadata.revision), r.metadata.updatedAt, `${orNone(r.spec.cluster)}@${orNone(r.status?.clusterRevision)}`, `${orNone(r.spec.profile)}@${orNone(r.status?.profileRevision)}`])))}`;
   text += `Audit (newest ${audit.items.length}):\n`;
   text += audit.items.length
-    ? indent(table(['TIME', 'ROUTE', 'STATUS', 'CLIENT'], audit.items.map((a) => [a.at, a.route, String(a.status), a.client])))
+    ? indent(table(['TIME', 'ROUTE', 'STATUS', 'CLIENT', 'REASON'], audit.items.map((a) => [a.at, a.route, String(a.status), a.client, typeof a.reason === 'string' ? a.reason : ''])))
     : '  <none>\n';
   out.write(text);
   return EXIT.ok;
