@@ -129,3 +129,55 @@ export function matchMachine(identity: MachineIdentity, machines: readonly Match
   if (fallback !== undefined && machines.some((m) => m.name === fallback)) return { machine: fallback, matched: [], byDefault: true };
   return undefined;
 }
+
+/** What a machine that booted unmatched reported, as `/v1/discovered` keeps it. */
+export interface ReportedIdentity {
+  mac?: string | undefined;
+  uuid?: string | undefined;
+  serial?: string | undefined;
+  hostname?: string | undefined;
+}
+
+/**
+ * The selectors to enrol a discovered machine with: its hardware identity (MAC, SMBIOS
+ * UUID, serial), never the host name DHCP or iPXE gave it when it has any of those. A
+ * selector the machine later reports differently excludes it (rule 1 above), and a host
+ * name changes with a DHCP lease or a reinstall, so pinning it would lose the machine.
+ * The host name is the selector only for an entry that reported nothing else.
+ */
+export function enrolmentSelectors(d: ReportedIdentity): { mac: string[]; uuid?: string; serial?: string; hostname?: string } {
+  const hardware = d.mac !== undefined || d.uuid !== undefined || d.serial !== undefined;
+  return {
+    mac: d.mac !== undefined ? [d.mac] : [],
+    ...(d.uuid !== undefined ? { uuid: d.uuid } : {}),
+    ...(d.serial !== undefined ? { serial: d.serial } : {}),
+    ...(!hardware && d.hostname !== undefined ? { hostname: d.hostname } : {}),
+  };
+}
+
+/** Most machines a {@link whyUnmatched} sentence names. */
+const WHY_MACHINES = 3;
+
+/**
+ * Why a reported identity matched no machine, in one sentence for the discovered entry
+ * (`/v1/discovered` `why`, the status page): the machines that share a selector with it
+ * but were excluded, each with the selectors it reports differently (rule 1), or, with no
+ * such machine, that no machine has any of the values it reported.
+ *
+ * @param identity what the booting machine reported
+ * @param machines the candidates {@link matchMachine} was given
+ * @returns at most ~300 characters; names at most {@link WHY_MACHINES} machines
+ */
+export function whyUnmatched(identity: MachineIdentity, machines: readonly MatchCandidate[]): string {
+  const excluded = machines
+    .map((m) => ({ name: m.name, ...compareSelectors(identity, m) }))
+    .filter((c) => c.matched.length > 0 && c.conflicts.length > 0)
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  if (excluded.length > 0) {
+    const named = excluded.slice(0, WHY_MACHINES).map((c) => `machine ${c.name} has its ${c.matched.join(', ')} but another ${c.conflicts.join(', ')}`);
+    const more = excluded.length > WHY_MACHINES ? ` (and ${excluded.length - WHY_MACHINES} more)` : '';
+    return `${named.join('; ')}${more}: a selector that differs excludes a machine`;
+  }
+  const reported = (['mac', 'uuid', 'serial', 'hostname'] as const).filter((k) => identity[k] !== undefined);
+  return `no machine has its ${reported.join(', ') || 'identity'}`;
+}

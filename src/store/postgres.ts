@@ -60,6 +60,7 @@ import {
   checkLimit,
   decodeContinue,
   type DiscoveredBounds,
+  type DiscoveredSighting,
   type DiscoveredListOptions,
   type DiscoveredMachine,
   encodeContinue,
@@ -522,7 +523,7 @@ export class PostgresStore implements Store {
   }
 
   /** @inheritdoc */
-  async recordDiscovered(identity: MachineIdentity, bounds: DiscoveredBounds = {}): Promise<DiscoveredMachine | undefined> {
+  async recordDiscovered(identity: MachineIdentity, bounds: DiscoveredBounds = {}, sighting: DiscoveredSighting = {}): Promise<DiscoveredMachine | undefined> {
     const key = discoveredKey(identity);
     const keyValues = [key.mac, key.uuid, key.serial, key.hostname];
     return this.transaction(async (client) => {
@@ -539,11 +540,12 @@ export class PostgresStore implements Store {
       // Replicas' clocks may differ slightly: last seen never moves backwards. An update
       // first: an INSERT .. ON CONFLICT takes an identity value on every sighting, leaving
       // gaps in the ids operators type (the insert's ON CONFLICT covers a concurrent insert).
-      const touch = "UPDATE discovered SET last_seen = greatest(last_seen, $5), count = count + 1, enrolled = '' WHERE mac = $1 AND uuid = $2 AND serial = $3 AND hostname = $4 RETURNING *";
+      const seen = "why = $6, buildarch = $7, platform = $8";
+      const touch = `UPDATE discovered SET last_seen = greatest(last_seen, $5), count = count + 1, enrolled = '', ${seen} WHERE mac = $1 AND uuid = $2 AND serial = $3 AND hostname = $4 RETURNING *`;
       const insert =
-        'INSERT INTO discovered (mac, uuid, serial, hostname, first_seen, last_seen, count) VALUES ($1, $2, $3, $4, $5, $5, 1) ' +
-        "ON CONFLICT (mac, uuid, serial, hostname) DO UPDATE SET last_seen = greatest(discovered.last_seen, excluded.last_seen), count = discovered.count + 1, enrolled = '' RETURNING *";
-      const values = [...keyValues, now.toISOString()];
+        'INSERT INTO discovered (mac, uuid, serial, hostname, first_seen, last_seen, count, why, buildarch, platform) VALUES ($1, $2, $3, $4, $5, $5, 1, $6, $7, $8) ' +
+        `ON CONFLICT (mac, uuid, serial, hostname) DO UPDATE SET last_seen = greatest(discovered.last_seen, excluded.last_seen), count = discovered.count + 1, enrolled = '', ${seen} RETURNING *`;
+      const values = [...keyValues, now.toISOString(), sighting.why ?? '', sighting.buildarch ?? '', sighting.platform ?? ''];
       const row = (await client.query<DiscoveredRow>(touch, values)).rows[0] ?? (await client.query<DiscoveredRow>(insert, values)).rows[0]!;
       return toDiscovered(row);
     });

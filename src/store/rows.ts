@@ -44,6 +44,10 @@ export interface DiscoveredRow {
   id: number | string;
   /** The machine that matches it, '' until one does. */
   enrolled: string;
+  /** Why its latest sighting matched nothing, and iPXE's platform facts then (migration 007; '' when not known). */
+  why: string;
+  buildarch: string;
+  platform: string;
 }
 
 /** The join of each existing resource with its current revision. */
@@ -74,6 +78,9 @@ export function toDiscovered(row: DiscoveredRow): DiscoveredMachine {
     count: row.count,
     id: String(row.id),
     ...(row.enrolled ? { enrolled: row.enrolled } : {}),
+    ...(row.why ? { why: row.why } : {}),
+    ...(row.buildarch ? { buildarch: row.buildarch } : {}),
+    ...(row.platform ? { platform: row.platform } : {}),
   };
 }
 

@@ -49,6 +49,7 @@ import {
   checkLimit,
   decodeContinue,
   type DiscoveredBounds,
+  type DiscoveredSighting,
   type DiscoveredListOptions,
   type DiscoveredMachine,
   encodeContinue,
@@ -223,11 +224,11 @@ export class SqliteStore implements Store {
       claimUrl: db.prepare<[string, string, number]>('INSERT INTO claimed_urls (key, machine, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING'),
       // An update, then an insert when nothing was updated: an INSERT .. ON CONFLICT would
       // take an AUTOINCREMENT id on every sighting, leaving gaps in the ids operators type.
-      touchDiscovered: db.prepare<[string, string, string, string, string], DiscoveredRow>(
-        "UPDATE discovered SET last_seen = ?, count = count + 1, enrolled = '' WHERE mac = ? AND uuid = ? AND serial = ? AND hostname = ? RETURNING *",
+      touchDiscovered: db.prepare<[string, string, string, string, string, string, string, string], DiscoveredRow>(
+        "UPDATE discovered SET last_seen = ?, count = count + 1, enrolled = '', why = ?, buildarch = ?, platform = ? WHERE mac = ? AND uuid = ? AND serial = ? AND hostname = ? RETURNING *",
       ),
-      insertDiscovered: db.prepare<[string, string, string, string, string, string], DiscoveredRow>(
-        'INSERT INTO discovered (mac, uuid, serial, hostname, first_seen, last_seen, count) VALUES (?, ?, ?, ?, ?, ?, 1) RETURNING *',
+      insertDiscovered: db.prepare<[string, string, string, string, string, string, string, string, string], DiscoveredRow>(
+        'INSERT INTO discovered (mac, uuid, serial, hostname, first_seen, last_seen, count, why, buildarch, platform) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?) RETURNING *',
       ),
       discoveredExists: db.prepare<[string, string, string, string], { one: number }>('SELECT 1 AS one FROM discovered WHERE mac = ? AND uuid = ? AND serial = ? AND hostname = ?'),
       discoveredCount: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM discovered'),
@@ -271,12 +272,13 @@ export class SqliteStore implements Store {
         if (bounds.maxRefused !== undefined && count > bounds.maxRefused) s.countRefusals.get(-s.trimRefusals.run(count - bounds.maxRefused).changes);
         return true;
       }),
-      discovered: db.transaction((key: ReturnType<typeof discoveredKey>, bounds: DiscoveredBounds): DiscoveredMachine | undefined => {
+      discovered: db.transaction((key: ReturnType<typeof discoveredKey>, bounds: DiscoveredBounds, sighting: DiscoveredSighting): DiscoveredMachine | undefined => {
         const now = this.now();
         if (bounds.retentionSeconds) s.expireDiscovered.run(before(now, bounds.retentionSeconds));
         if (bounds.max !== undefined && !s.discoveredExists.get(key.mac, key.uuid, key.serial, key.hostname) && s.discoveredCount.get()!.n >= bounds.max) return undefined;
         const at = now.toISOString();
-        const row = s.touchDiscovered.get(at, key.mac, key.uuid, key.serial, key.hostname) ?? s.insertDiscovered.get(key.mac, key.uuid, key.serial, key.hostname, at, at)!;
+        const seen = [sighting.why ?? '', sighting.buildarch ?? '', sighting.platform ?? ''] as const;
+        const row = s.touchDiscovered.get(at, ...seen, key.mac, key.uuid, key.serial, key.hostname) ?? s.insertDiscovered.get(key.mac, key.uuid, key.serial, key.hostname, at, at, ...seen)!;
         return toDiscovered(row);
       }),
       status: db.transaction((machine: string, event: StatusEvent): boolean => applyStatus(machine, event).accepted),
@@ -511,14 +513,14 @@ export class SqliteStore implements Store {
   }
 
   /** @inheritdoc */
-  recordDiscovered(identity: MachineIdentity, bounds: DiscoveredBounds = {}): Promise<DiscoveredMachine | undefined> {
+  recordDiscovered(identity: MachineIdentity, bounds: DiscoveredBounds = {}, sighting: DiscoveredSighting = {}): Promise<DiscoveredMachine | undefined> {
     let key: ReturnType<typeof discoveredKey>;
     try {
       key = discoveredKey(identity);
     } catch (e) {
       return Promise.reject(e instanceof Error ? e : new Error(String(e)));
     }
-    return this.write_(() => this.writes.discovered.immediate(key, bounds));
+    return this.write_(() => this.writes.discovered.immediate(key, bounds, sighting));
   }
 
   /** @inheritdoc */

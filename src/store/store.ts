@@ -129,6 +129,15 @@ export interface AuditEntry extends Required<Pick<AuditInput, 'machine' | 'route
   id: number;
 }
 
+/** What a sighting of a discovered machine tells besides its identity (kept from the latest sighting). */
+export interface DiscoveredSighting {
+  /** Why it matched no machine (src/boot/match.ts whyUnmatched). */
+  why?: string;
+  /** iPXE's `${buildarch}` and `${platform}`, as src/boot/identity.ts accepts them. */
+  buildarch?: string;
+  platform?: string;
+}
+
 /** A machine that booted but matched no registered machine. */
 export interface DiscoveredMachine {
   /** The entry's id (decimal digits), for `DELETE /v1/discovered/{id}` and `bootwright enroll`; never reused. */
@@ -151,6 +160,11 @@ export interface DiscoveredMachine {
    * again unmatched (the machine was deleted or changed).
    */
   enrolled?: string;
+  /** Why its latest sighting matched no machine ({@link DiscoveredSighting}); absent for entries last seen before v0.3.0. */
+  why?: string;
+  /** iPXE's `${buildarch}` and `${platform}` at its latest sighting, when reported. */
+  buildarch?: string;
+  platform?: string;
 }
 
 /** Options of {@link Store.listDiscovered}. */
@@ -298,7 +312,7 @@ export interface Store {
    * @throws InvalidArgumentError naming `mac` or `uuid` for an unparseable value, or
    *   `identity` when every field is empty.
    */
-  recordDiscovered(identity: MachineIdentity, bounds?: DiscoveredBounds): Promise<DiscoveredMachine | undefined>;
+  recordDiscovered(identity: MachineIdentity, bounds?: DiscoveredBounds, sighting?: DiscoveredSighting): Promise<DiscoveredMachine | undefined>;
 
   /**
    * Discovered machines, most recently seen first (ties by id, newest first), from

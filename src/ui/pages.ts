@@ -95,9 +95,11 @@ export function fleetBody(input: {
 }): Html {
   const { fleet, rows, filters } = input;
   const discovered = input.discovered.map((d, i) => {
-    const identity = [d.mac && `MAC ${d.mac}`, d.uuid && `UUID ${d.uuid}`, d.serial && `serial ${d.serial}`, d.hostname && `host ${d.hostname}`].filter(Boolean).join(', ');
+    const identity = [d.mac && `MAC ${d.mac}`, d.uuid && `UUID ${d.uuid}`, d.serial && `serial ${d.serial}`, d.hostname && `host ${d.hostname}`, d.buildarch && `arch ${d.buildarch}`, d.platform && `firmware ${d.platform}`]
+      .filter(Boolean)
+      .join(', ');
     const suggested = (d.hostname ?? (d.mac ? `m-${d.mac.replaceAll(':', '')}` : `m-${i}`)).toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '').slice(0, 63) || `m-${i}`;
-    return html`<tr><td>${identity}</td><td>${d.lastSeen}</td><td>${d.count}</td><td>${
+    return html`<tr><td>${identity}</td><td>${d.why ?? ''}</td><td>${d.lastSeen}</td><td>${d.count}</td><td>${
       input.canEnrol
         ? html`<form method="post" action="/ui/enrol">
 <input type="hidden" name="csrf" value="${input.csrf}">${(['mac', 'uuid', 'serial', 'hostname'] as const).map((k) => (d[k] !== undefined ? html`<input type="hidden" name="${k}" value="${d[k]}">` : ''))}
@@ -127,7 +129,7 @@ export function fleetBody(input: {
   )}</tbody></table>${rows.length === 0 ? html`<p>No machine matches.</p>` : ''}${input.next ? html`<p><a href="${input.next}">Next page</a></p>` : ''}</section>
 <section aria-labelledby="discovered-h"><h2 id="discovered-h">Discovered machines</h2>
 ${input.discovered.length === 0 ? html`<p>None: every machine that booted matched a registration.</p>` : html`<table><caption>Booted without matching a machine, most recent first</caption>
-<thead><tr><th scope="col">Identity</th><th scope="col">Last seen</th><th scope="col">Sightings</th><th scope="col">Enrol</th></tr></thead><tbody>${discovered}</tbody></table>`}${
+<thead><tr><th scope="col">Identity</th><th scope="col">Why no machine matched</th><th scope="col">Last seen</th><th scope="col">Sightings</th><th scope="col">Enrol</th></tr></thead><tbody>${discovered}</tbody></table>`}${
     input.discoveredNext ? html`<p><a href="${input.discoveredNext}">Next page of discovered machines</a></p>` : ''
   }</section>`;
 }

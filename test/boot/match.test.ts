@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { machineIdentity, type MachineIdentity } from '../../src/boot/identity.js';
-import { compareSelectors, matchMachine, type MatchCandidate } from '../../src/boot/match.js';
+import { compareSelectors, enrolmentSelectors, matchMachine, type MatchCandidate, whyUnmatched } from '../../src/boot/match.js';
 import type { MachineSpec, StoredResource } from '../../src/store/resources.js';
 
 const MAC_A = '52:54:00:00:00:0a';
@@ -129,5 +129,32 @@ describe('matchMachine', () => {
       updatedAt: '2025-01-01T00:00:00Z',
     };
     assert.deepEqual(matchMachine(id(`mac=${MAC_A}`), [stored]), { machine: 'rack1-node3', matched: ['mac'], byDefault: false });
+  });
+});
+
+describe('whyUnmatched', () => {
+  it('names the machines a differing selector excluded, with what agreed and what differed; else that none has the values reported', () => {
+    const machines = [machine('m2', { mac: [MAC_A], uuid: UUID_Y }), machine('m1', { mac: [MAC_A], uuid: UUID_Y, hostname: 'old' }), machine('other', { mac: [MAC_B] })];
+    const identity = id(`mac=${MAC_A}&uuid=${UUID_X}&hostname=new`);
+    assert.equal(matchMachine(identity, machines), undefined);
+    assert.equal(
+      whyUnmatched(identity, machines),
+      'machine m1 has its mac but another uuid, hostname; machine m2 has its mac but another uuid: a selector that differs excludes a machine',
+    );
+    assert.equal(whyUnmatched(id(`mac=${MAC_A}&serial=S9`), [machine('other', { mac: [MAC_B] })]), 'no machine has its mac, serial');
+    // At most three machines are named.
+    const many = ['a', 'b', 'c', 'd', 'e'].map((n) => machine(n, { mac: [MAC_A], uuid: UUID_Y }));
+    assert.match(whyUnmatched(identity, many), /^machine a .*; machine c has its mac but another uuid \(and 2 more\): /);
+  });
+});
+
+describe('enrolmentSelectors', () => {
+  it('pins the hardware identity, the host name only when nothing else was reported: a renamed machine still matches', () => {
+    const selectors = enrolmentSelectors({ mac: MAC_A, uuid: UUID_X, hostname: 'rack1-n3' });
+    assert.deepEqual(selectors, { mac: [MAC_A], uuid: UUID_X });
+    const enrolled = machine('rack1-n3', selectors);
+    assert.equal(matchMachine(id(`mac=${MAC_A}&uuid=${UUID_X}&hostname=renamed`), [enrolled])?.machine, 'rack1-n3');
+    assert.deepEqual(enrolmentSelectors({ hostname: 'only-a-name' }), { mac: [], hostname: 'only-a-name' });
+    assert.deepEqual(enrolmentSelectors({ serial: 'SN1', hostname: 'h' }), { mac: [], serial: 'SN1' });
   });
 });

@@ -211,9 +211,32 @@ describe('enroll, describe, status, delete', () => {
     // in describe and in the list (README: `get machines -l 'rack in (rack1)'`).
     assert.match(d.stdout, /^Phase: +Booting$/m);
     assert.match((await cli(['get', 'machines', '-l', 'rack in (rack1)'], READER)).stdout, /^rack1-n3 +prod +flatcar-worker +Booting +0 +1 +\d+s$/m);
-    assert.match(d.stdout, /^Selectors:\n {2}mac: +\["52:54:00:10:00:03"\]\n {2}hostname: +rack1-n3\n/m);
+    // Pinned by its MAC, not the host name DHCP gave it: renamed, it still matches.
+    assert.match(d.stdout, /^Selectors:\n {2}mac: +\["52:54:00:10:00:03"\]\n(?! {2}hostname)/m);
+    assert.match(await (await fetch(`${server}/ipxe?mac=52-54-00-10-00-03&hostname=renamed-by-dhcp`)).text(), /machine=rack1-n3&/);
     assert.match(d.stdout, /^Revisions:\n {2}REVISION +UPDATED +CLUSTER +PROFILE\n {2}1 +\S+ +prod@1 +flatcar-worker@1\n/m);
     assert.match(d.stdout, /^Audit \(newest \d+\):\n {2}TIME +ROUTE +STATUS +CLIENT +REASON\n( {2}.*\n)* {2}\S+ +\/ipxe +200 +127\.0\.0\.1\n/m);
+  });
+
+  it('enroll takes a MAC: the discovered entry with it, or, before any boot, a machine matched by that MAC alone; -L and --max-fetches set labels and the limit', async () => {
+    await fetch(`${server}/ipxe?mac=52-54-00-10-00-06&uuid=6c1a3b2e-0000-4000-8000-000000000006&hostname=rack1-n6`);
+    const byMac = await cli(['enroll', '52-54-00-10-00-06', '-p', 'flatcar-worker', '-c', 'prod', '-L', 'rack=rack1', '--max-fetches', '5']);
+    assert.equal(byMac.code, 0, byMac.stderr);
+    assert.match(byMac.stdout, /^machine\/rack1-n6 created \(discovered \d+\)\n$/);
+    const six = (await (await fetch(`${server}/v1/machines/rack1-n6`, { headers: { authorization: `Bearer ${READER}` } })).json()) as { metadata: { labels: unknown }; spec: { selectors: unknown; maxFetches: number } };
+    assert.deepEqual([six.metadata.labels, six.spec.selectors, six.spec.maxFetches], [{ rack: 'rack1' }, { mac: ['52:54:00:10:00:06'], uuid: '6c1a3b2e-0000-4000-8000-000000000006', labels: {} }, 5]);
+    const ahead = await cli(['enroll', '52:54:00:10:00:0a', '-p', 'flatcar-worker', '-c', 'prod']);
+    assert.deepEqual([ahead.code, ahead.stdout], [0, 'machine/m-52540010000a created\n'], ahead.stderr);
+    assert.match(await (await fetch(`${server}/ipxe?mac=52:54:00:10:00:0a`)).text(), /machine=m-52540010000a&/);
+    for (const [args, message] of [
+      [['52:54:00', '-p', 'flatcar-worker', '-c', 'prod'], 'error: "52:54:00" is neither a discovered id nor a MAC\n'],
+      [['52:54:00:10:00:0b', '-p', 'flatcar-worker', '-c', 'prod', '--max-fetches', '0'], 'error: --max-fetches: must be a whole number from 1\n'],
+    ] as const) {
+      const refused = await cli(['enroll', ...args]);
+      assert.equal(refused.code, 2);
+      assert.ok(refused.stderr.startsWith(message), refused.stderr);
+    }
+    for (const m of ['rack1-n6', 'm-52540010000a']) assert.equal((await cli(['delete', 'machine', m])).code, 0);
   });
 
   it('status counts machines by phase and the discovered ones still to enrol', async () => {

@@ -82,19 +82,23 @@ const CACHE = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'boo
 
 /**
  * The guest, from the cache or built now (mmdebstrap from Debian's mirrors: a few
- * minutes). Concurrent callers in other processes build their own and the last rename
- * wins; the bytes are the same.
+ * minutes). Each build happens in its own directory holding root, kernel and initrd,
+ * renamed into place whole; concurrent callers in other processes build their own and
+ * the first rename wins (rename(2) refuses a non-empty target), the others discard theirs.
  */
 export async function guestImage(): Promise<GuestImage> {
   const dir = join(CACHE, recipeKey());
-  const image = { rootDir: join(dir, 'root'), kernel: join(dir, 'vmlinuz'), initrd: join(dir, 'initrd.img') };
+  const at = (d: string): GuestImage => ({ rootDir: join(d, 'root'), kernel: join(d, 'vmlinuz'), initrd: join(d, 'initrd.img') });
+  const image = at(join(dir, 'image'));
   if (existsSync(image.rootDir) && existsSync(image.kernel) && existsSync(image.initrd)) return image;
   mkdirSync(dir, { recursive: true });
   const work = mkdtempSync(join(dir, 'build-'));
+  const built = at(join(work, 'image'));
   try {
     const overlayTar = join(work, 'overlay.tar');
     execFileSync('tar', ['-C', OVERLAY, '--owner=0', '--group=0', '--numeric-owner', '-cf', overlayTar, '.']);
-    const root = join(work, 'root');
+    mkdirSync(join(work, 'image'));
+    const root = built.rootDir;
     await run(
       'mmdebstrap',
       [
@@ -115,9 +119,15 @@ export async function guestImage(): Promise<GuestImage> {
     const kernel = boot.find((f) => f.startsWith('vmlinuz-'));
     const initrd = boot.find((f) => f.startsWith('initrd.img-'));
     if (!kernel || !initrd) throw new Error(`no kernel or initrd in the guest's /boot: ${boot.join(' ')}`);
-    copyFileSync(join(root, 'boot', kernel), image.kernel);
-    copyFileSync(join(root, 'boot', initrd), image.initrd);
-    renameSync(root, image.rootDir);
+    copyFileSync(join(root, 'boot', kernel), built.kernel);
+    copyFileSync(join(root, 'boot', initrd), built.initrd);
+    try {
+      renameSync(join(work, 'image'), join(dir, 'image'));
+    } catch (e) {
+      // Another process finished first: its image is complete, ours is discarded below.
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
+    }
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

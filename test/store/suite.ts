@@ -493,10 +493,14 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
         assert.equal(again.firstSeen, first.firstSeen);
         assert.ok(again.lastSeen > first.lastSeen);
         await sleep(5);
-        const other = (await store.recordDiscovered({ mac: 'aa:bb:cc:dd:ee:02', hostname: 'Rack1-Node7' }))!;
+        const other = (await store.recordDiscovered({ mac: 'aa:bb:cc:dd:ee:02', hostname: 'Rack1-Node7' }, {}, { why: 'no machine has its mac, hostname', buildarch: 'x86_64', platform: 'efi' }))!;
         assert.equal(other.hostname, 'rack1-node7');
+        assert.deepEqual([other.why, other.buildarch, other.platform], ['no machine has its mac, hostname', 'x86_64', 'efi']);
+        // The latest sighting's account is kept.
+        const seenAgain = (await store.recordDiscovered({ mac: 'aa:bb:cc:dd:ee:02', hostname: 'Rack1-Node7' }, {}, { why: 'machine n7 has its mac but another hostname', buildarch: 'arm64' }))!;
+        assert.deepEqual([seenAgain.why, seenAgain.buildarch, seenAgain.platform], ['machine n7 has its mac but another hostname', 'arm64', undefined]);
         const all = await store.listDiscovered();
-        assert.deepEqual(all.map((d) => [d.mac, d.count]), [['aa:bb:cc:dd:ee:02', 1], ['aa:bb:cc:dd:ee:01', 2]]);
+        assert.deepEqual(all.map((d) => [d.mac, d.count]), [['aa:bb:cc:dd:ee:02', 2], ['aa:bb:cc:dd:ee:01', 2]]);
         assert.deepEqual((await store.listDiscovered({ limit: 1 })).map((d) => d.mac), ['aa:bb:cc:dd:ee:02']);
         assert.equal(all[0]!.uuid, undefined);
         assert.equal(all[0]!.serial, undefined);

@@ -136,7 +136,7 @@ describe('/ui in Chromium', { skip }, () => {
     await page.getByRole('heading', { name: /Machine rack7-u12/ }).waitFor();
     const enrolled = await api('GET', '/v1/machines/rack7-u12', undefined, READER);
     assert.equal(enrolled.status, 200, enrolled.body);
-    assert.deepEqual((JSON.parse(enrolled.body) as { spec: { selectors: unknown } }).spec.selectors, { mac: ['52:54:00:14:01:99'], hostname: 'rack7-u12', labels: {} });
+    assert.deepEqual((JSON.parse(enrolled.body) as { spec: { selectors: unknown } }).spec.selectors, { mac: ['52:54:00:14:01:99'], labels: {} }, 'the hardware identity, not the host name');
     assert.deepEqual(problems, []);
     await context.close();
   });

@@ -44,6 +44,9 @@ const discoveredSchema = z
     count: z.int().describe('how many times it was seen'),
     id: z.string().describe('the entry\'s id, for DELETE /v1/discovered/{id} and `bootwright enroll`'),
     enrolled: z.string().optional().describe('the machine that matches this identity, once one is created or replaced; listed only with ?enrolled=true'),
+    why: z.string().optional().describe('why its latest sighting matched no machine: the machines excluded by a selector that differs, or that none has its values'),
+    buildarch: z.string().optional().describe("iPXE's ${buildarch} at its latest sighting (x86_64, arm64, …)"),
+    platform: z.string().optional().describe("iPXE's ${platform} at its latest sighting (pcbios, efi)"),
   })
   .meta({ id: 'DiscoveredMachine' });
 

@@ -28,7 +28,7 @@ import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { machineIdentity } from '../../boot/identity.js';
 import { bootFormat, bootScript, DEFAULT_RETRY_SECONDS, echoSafe, machineScript, provisioningArgs, unknownMachineScript } from '../../boot/ipxe.js';
-import { matchMachine } from '../../boot/match.js';
+import { matchMachine, whyUnmatched } from '../../boot/match.js';
 import { metaData, networkConfig, vendorData } from '../../boot/nocloud.js';
 import { bindableClient, bootstrapUrl, IGNITION_PATH, machineIncarnation, NOCLOUD_FILES, nocloudPrefix, REPORT_PATH, routeUrl, splitExpiry, type Verdict, verifySignature } from '../../boot/sign.js';
 import { createHash } from 'node:crypto';
@@ -412,6 +412,11 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
                   ...(hostname !== undefined ? { hostname } : {}),
                 },
                 discoveredBounds,
+                {
+                  why: whyUnmatched(identity, candidates),
+                  ...(identity.buildarch !== undefined ? { buildarch: identity.buildarch } : {}),
+                  ...(identity.platform !== undefined ? { platform: identity.platform } : {}),
+                },
               );
               if (!recorded) writes.dropped('discovered', 'full');
             } catch (e) {

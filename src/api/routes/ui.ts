@@ -34,6 +34,7 @@ import { machineStatus, PHASES } from '../../store/status.js';
 import { parseLabelSelector } from '../../store/selector.js';
 import { checkWrite } from '../../store/writecheck.js';
 import { fleetBody, type Filters, loginBody, machineBody, type MachineRow, messageBody, page } from '../../ui/pages.js';
+import { enrolmentSelectors } from '../../boot/match.js';
 import { hasScope } from '../auth.js';
 import { bearerSession, issueSession, type Session, verifySession } from '../session.js';
 import type { ServiceContext } from '../context.js';
@@ -278,12 +279,14 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
         return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page (its form token does not match): reload the page and try again.'), { signedIn: true, csrf: formToken(ctx, s) });
       }
       const { name, cluster, profile, mac, uuid, serial, hostname } = request.body;
+      // An empty form field is a selector not given.
+      const filled = (v: string | undefined) => (v === '' ? undefined : v);
       // The ordinary Machine create, as POST /v1/machines does it: the same document, checks and store call.
       const doc = {
         apiVersion: RESOURCE_API_VERSION,
         kind: 'Machine',
         metadata: { name },
-        spec: { selectors: { mac: mac ? [mac] : [], ...(uuid ? { uuid } : {}), ...(serial ? { serial } : {}), ...(hostname ? { hostname } : {}) }, cluster, profile },
+        spec: { selectors: enrolmentSelectors({ mac: filled(mac), uuid: filled(uuid), serial: filled(serial), hostname: filled(hostname) }), cluster, profile },
       };
       const parsed = WRITE_DOCUMENTS.Machine.safeParse(doc);
       const problem = (status: number, message: string, problems: FieldProblem[] = []) => send(request, reply, status, 'Enrol', messageBody(message, problems), { signedIn: true, csrf: formToken(ctx, s) });

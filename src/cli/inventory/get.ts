@@ -1,6 +1,6 @@
 /**
- * `bootwright get KIND [NAME] [-l SELECTOR] [-o table|yaml|json|name]`, as `kubectl get`:
- * a table by default; YAML or JSON documents (one, or a `<Kind>List` of every page);
+ * `bootwright get KIND [NAME] [-l SELECTOR] [-o table|wide|yaml|json|name]`, as `kubectl get`:
+ * a table by default (`wide`: more columns); YAML or JSON documents (one, or a `<Kind>List` of every page);
  * `kind/name` lines with `-o name`.
  */
 import { RESOURCE_API_VERSION } from '../../store/resources.js';
@@ -10,14 +10,14 @@ import { clientFrom, CONNECTION_FLAGS, type InventoryClient } from './client.js'
 import { collectionOf, columns, type DiscoveredDocument, hasTerminalControls, KIND_NAMES, kindOf, ref, type ResourceDocument, table, terminalJson, terminalYaml, type CliKind } from './kinds.js';
 
 /** Output formats of `get`. */
-const OUTPUTS = ['table', 'yaml', 'json', 'name'] as const;
+const OUTPUTS = ['table', 'wide', 'yaml', 'json', 'name'] as const;
 type Output = (typeof OUTPUTS)[number];
 
 /** `bootwright get`. */
 export const GET: Command = {
   name: 'get',
   summary: 'List clusters, profiles, machines or discovered machines, or show one',
-  usage: [`get ${KIND_NAMES} [NAME] [-l SELECTOR] [-o table|yaml|json|name]`],
+  usage: [`get ${KIND_NAMES} [NAME] [-l SELECTOR] [-o table|wide|yaml|json|name]`],
   positionals: 2,
   flags: [
     { name: 'selector', short: 'l', type: 'string', value: 'SELECTOR', help: 'label selector, as kubectl: env=prod,tier!=db,rack in (r1,r2),!retired' },
@@ -47,12 +47,12 @@ function print(kind: CliKind, items: (ResourceDocument | DiscoveredDocument)[], 
     for (const i of items) out.write(`${ref(kind, kind === 'Discovered' ? (i as DiscoveredDocument).id : (i as ResourceDocument).metadata.name)}\n`);
     return;
   }
-  if (output === 'table') {
+  if (output === 'table' || output === 'wide') {
     if (items.length === 0) {
       out.write(`No ${collectionOf(kind)} found.\n`);
       return;
     }
-    const { header, row } = columns(kind);
+    const { header, row } = columns(kind, new Date(), output === 'wide');
     out.write(table(header, items.map((i) => row(i as never))));
     return;
   }
@@ -67,7 +67,16 @@ async function getOne(client: InventoryClient, kind: CliKind, name: string): Pro
 
 /** Every resource of a kind (every page), or the discovered machines. */
 export async function getAll(client: InventoryClient, kind: CliKind, selector: string | undefined, all = false): Promise<(ResourceDocument | DiscoveredDocument)[]> {
-  if (kind === 'Discovered') return (await client.get<{ items: DiscoveredDocument[] }>(`/v1/discovered?limit=1000${all ? '&enrolled=true' : ''}`)).items;
+  if (kind === 'Discovered') {
+    const items: DiscoveredDocument[] = [];
+    let next: string | undefined;
+    do {
+      const page = await client.get<{ items: DiscoveredDocument[]; continue?: string }>(`/v1/discovered?limit=1000${all ? '&enrolled=true' : ''}${next ? `&continue=${encodeURIComponent(next)}` : ''}`);
+      items.push(...page.items);
+      next = page.items.length > 0 ? page.continue : undefined;
+    } while (next !== undefined);
+    return items;
+  }
   return client.listAll<ResourceDocument>(collectionOf(kind), selector !== undefined ? { labelSelector: selector } : {});
 }
 

@@ -133,8 +133,34 @@ export const phaseOf = (doc: ResourceDocument): string => orNone(doc.status?.pha
  */
 export const warningsOf = (doc: ResourceDocument): string => String((doc.status?.warnings as unknown[] | undefined)?.length ?? 0);
 
-/** The header and a row of `get`'s table for a kind. */
-export function columns(kind: CliKind, now: Date = new Date()): { header: string[]; row: (item: never) => string[] } {
+/** `k=v,k2=v2` of a document's labels, in key order, `<none>` for none (kubectl's LABELS column). */
+const labelsOf = (doc: ResourceDocument): string =>
+  orNone(
+    Object.entries(doc.metadata.labels ?? {})
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([k, v]) => `${k}=${v}`)
+      .join(','),
+  );
+
+/**
+ * The header and a row of `get`'s table for a kind. `wide` (`-o wide`, as kubectl's)
+ * appends: for machines their MACs and labels, for clusters and profiles their labels,
+ * for discovered machines iPXE's architecture and platform and why the entry matched no
+ * machine.
+ */
+export function columns(kind: CliKind, now: Date = new Date(), wide = false): { header: string[]; row: (item: never) => string[] } {
+  const base = narrowColumns(kind, now);
+  if (!wide) return base;
+  const extra: { header: string[]; row: (item: never) => string[] } =
+    kind === 'Discovered'
+      ? { header: ['ARCH', 'PLATFORM', 'WHY'], row: (d: DiscoveredDocument) => [orNone(d.buildarch), orNone(d.platform), orNone(d.why)] }
+      : kind === 'Machine'
+        ? { header: ['MAC', 'LABELS'], row: (m: ResourceDocument) => [orNone(((m.spec.selectors as { mac?: string[] } | undefined)?.mac ?? []).join(',')), labelsOf(m)] }
+        : { header: ['LABELS'], row: (r: ResourceDocument) => [labelsOf(r)] };
+  return { header: [...base.header, ...extra.header], row: (item: never) => [...base.row(item), ...extra.row(item)] };
+}
+
+function narrowColumns(kind: CliKind, now: Date): { header: string[]; row: (item: never) => string[] } {
   switch (kind) {
     case 'Cluster':
       return {
