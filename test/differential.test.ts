@@ -6,7 +6,9 @@
  * cloud-config and Ignition renders either both refuse, naming the same fields, or both
  * accept; and then the files (bytes, mode, owner), directories, users (groups, sudo,
  * keys), filesystems, mounts, NTP servers and commands decoded from the two outputs,
- * each as its node reads it, are equal.
+ * each as its node reads it, are equal. The network's differential (networkd units and
+ * dracut arguments against cloud-init's own reading of the network-config) is in
+ * test/provision/network.test.ts.
  */
 import { disksByDevice, filesystemTarget } from '../src/provision/plan/devices.js';
 import assert from 'node:assert/strict';

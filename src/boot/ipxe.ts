@@ -229,6 +229,52 @@ export function provisioningArgs(format: OutputFormat, url: string, options: Pro
   return args;
 }
 
+/** A bootwright variable's name in `${name}`. */
+export const BOOT_VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** The variables bootwright itself defines in boot references and arguments. */
+export const BUILTIN_BOOT_VARIABLES = ['publicUrl', 'machine'] as const;
+
+/** Values for `${name}` in a profile's `boot` and a machine's `kernelArgs` (see {@link machineScript}). */
+export interface BootVariables {
+  /** The service's public base URL, without a trailing `/`. */
+  publicUrl: string;
+  /** The machine's name. */
+  machine: string;
+  /**
+   * The machine's own variables (`spec.variables`), or `'any'` to accept every
+   * well-formed name with a placeholder value (a profile checked on its own, before any
+   * machine gives values).
+   */
+  own: Readonly<Record<string, string>> | 'any';
+}
+
+/**
+ * Replace each `${name}` in `text` whose name is a bootwright variable (one pass: a value
+ * is not expanded again); a `${...}` that is not one is left for {@link literalTokenProblem}
+ * to refuse, with a problem here naming it.
+ */
+function substitute(text: string, vars: BootVariables | undefined, path: string, problems: FieldProblem[]): string {
+  if (vars === undefined || !text.includes('${')) return text;
+  const unknown: string[] = [];
+  const out = text.replace(/\$\{([^}]*)\}/g, (whole, name: string) => {
+    if (name === 'publicUrl') return vars.publicUrl;
+    if (name === 'machine') return vars.machine;
+    if (BOOT_VARIABLE_NAME.test(name)) {
+      if (vars.own === 'any') return 'x';
+      if (Object.hasOwn(vars.own, name)) return vars.own[name]!;
+    }
+    unknown.push(name);
+    return whole;
+  });
+  if (unknown.length > 0) {
+    const named = BOOT_VARIABLE_NAME.test(unknown[0]!) ? `\${${unknown[0]!}}` : 'a "${...}"';
+    problems.push({ path, message: `uses ${named}, which is not a bootwright variable (publicUrl, machine, or one of the machine's spec.variables); iPXE would replace it with its own setting` });
+    return '';
+  }
+  return out;
+}
+
 /**
  * A registered machine's boot script: fetch the kernel with its arguments and the
  * initrds, boot; on any failure, say so, wait and start over from `/boot.ipxe`.
@@ -247,8 +293,11 @@ export function provisioningArgs(format: OutputFormat, url: string, options: Pro
  *   `initrd=initrdN`, which is how a kernel started through EFI finds it (as in Fedora
  *   CoreOS's iPXE instructions); on BIOS the argument is harmless. So `boot.args` must not
  *   name initrds itself.
- * - Arguments are written literally, in order: `boot.args`, then `extraArgs` (from
- *   {@link provisioningArgs}, carrying the signed URL). A lone `$` passes unchanged;
+ * - Arguments are written literally, in order: `boot.args`, the machine's own
+ *   `kernelArgs`, then `extraArgs` (from {@link provisioningArgs}, carrying the signed
+ *   URL, and src/boot/network.ts). With `vars`, `${publicUrl}`, `${machine}` and the
+ *   machine's variables in `boot.kernel`, `boot.initrd[]`, `boot.args[]` and the
+ *   machine's arguments are replaced first ({@link BootVariables}). A lone `$` passes unchanged;
  *   an argument iPXE would alter ({@link kernelArgProblem}) is refused, as is a key given
  *   in both lists (the kernel would see it twice) and a command line longer than
  *   {@link KERNEL_CMDLINE_MAX} − 1 bytes (Linux would cut off the end, signed URL
@@ -262,19 +311,29 @@ export function provisioningArgs(format: OutputFormat, url: string, options: Pro
  * @param extraArgs bootwright's own arguments, appended after `boot.args`
  * @param baseUrl the service's external base URL
  * @param retrySeconds pause before starting over after a failure (default {@link DEFAULT_RETRY_SECONDS})
+ * @param machine the machine's `kernelArgs` and the variables' values (absent: none, and no `${...}` is replaced)
  * @returns the script text
  * @throws RequestError (422) listing every problem, at paths `boot.kernel`,
- *   `boot.initrd[i]`, `boot.args[i]`, `extraArgs[i]`, `boot` (command-line length);
+ *   `boot.initrd[i]`, `boot.args[i]`, `spec.kernelArgs[i]`, `extraArgs[i]`, `boot` (command-line length);
  *   messages name the problem, never the value (arguments and URLs may carry secrets)
  * @throws TypeError for a bad base URL or retry
  */
-export function machineScript(boot: BootSpec, extraArgs: readonly string[], baseUrl: string, retrySeconds: number = DEFAULT_RETRY_SECONDS): string {
+export function machineScript(
+  boot: BootSpec,
+  extraArgs: readonly string[],
+  baseUrl: string,
+  retrySeconds: number = DEFAULT_RETRY_SECONDS,
+  machine: { kernelArgs?: readonly string[]; vars?: BootVariables } = {},
+): string {
   const wait = retryCount(retrySeconds);
   const restart = routeUrl(baseUrl, '/boot.ipxe').href;
   const problems: FieldProblem[] = [];
+  const vars = machine.vars;
   const resolve = (ref: string, path: string): string => {
+    const text = substitute(ref, vars, path, problems);
+    if (text === '') return '';
     try {
-      return literal(resolveBootUrl(ref, baseUrl), path, problems);
+      return literal(resolveBootUrl(text, baseUrl), path, problems);
     } catch (e) {
       problems.push({ path, message: (e as Error).message });
       return '';
@@ -284,18 +343,27 @@ export function machineScript(boot: BootSpec, extraArgs: readonly string[], base
   const kernel = resolve(boot.kernel, 'boot.kernel');
   const initrds = boot.initrd.map((ref, i) => ({ name: `initrd${i}`, url: resolve(ref, `boot.initrd[${i}]`) }));
   const extraKeys = new Set(extraArgs.map(kernelArgKey));
-  boot.args.forEach((arg, i) => {
+  const given = [
+    ...boot.args.map((arg, i) => ({ arg, path: `boot.args[${i}]`, owner: 'the profile' })),
+    ...(machine.kernelArgs ?? []).map((arg, i) => ({ arg, path: `spec.kernelArgs[${i}]`, owner: 'the machine' })),
+  ];
+  const ownArgs: string[] = [];
+  for (const { arg: raw, path, owner } of given) {
+    const before = problems.length;
+    const arg = substitute(raw, vars, path, problems);
+    if (problems.length > before) continue;
     const problem = kernelArgProblem(arg);
     const key = kernelArgKey(arg);
-    if (problem) problems.push({ path: `boot.args[${i}]`, message: problem });
-    else if (key === 'initrd') problems.push({ path: `boot.args[${i}]`, message: 'initrd= is set by bootwright, which names each initrd it fetches (initrd0, initrd1, ...)' });
-    else if (extraKeys.has(key)) problems.push({ path: `boot.args[${i}]`, message: `${key} is set by bootwright for this machine; remove it from the profile` });
-  });
+    if (problem) problems.push({ path, message: problem });
+    else if (key === 'initrd') problems.push({ path, message: 'initrd= is set by bootwright, which names each initrd it fetches (initrd0, initrd1, ...)' });
+    else if (extraKeys.has(key)) problems.push({ path, message: `${key} is set by bootwright for this machine; remove it from ${owner}` });
+    ownArgs.push(arg);
+  }
   extraArgs.forEach((arg, i) => {
     const problem = kernelArgProblem(arg);
     if (problem) problems.push({ path: `extraArgs[${i}]`, message: problem });
   });
-  const args = [...initrds.map((i) => `initrd=${i.name}`), ...boot.args, ...extraArgs];
+  const args = [...initrds.map((i) => `initrd=${i.name}`), ...ownArgs, ...extraArgs];
   const cmdlineBytes = Buffer.byteLength(args.join(' '), 'utf8');
   if (cmdlineBytes > KERNEL_CMDLINE_MAX - 1) {
     problems.push({ path: 'boot', message: `the kernel command line would be ${cmdlineBytes} bytes; Linux keeps at most ${KERNEL_CMDLINE_MAX - 1}` });

@@ -4,6 +4,9 @@
  * `DataSourceNoCloud` fetches `meta-data`, `user-data` and `vendor-data` from the seed
  * URL (`util.read_seeded`), and from 24.x also `network-config`.
  */
+import { renderNetworkConfig } from '../provision/cloudinit/network.js';
+import { planNetwork } from '../provision/plan/network.js';
+import type { NetworkInput } from '../request/network.js';
 import { dumpYaml } from '../yaml/dump.js';
 
 /**
@@ -35,11 +38,16 @@ export function vendorData(): string {
 }
 
 /**
- * `network-config`: empty, meaning "no network configuration": cloud-init loads it as
- * YAML, an empty document gives none (`util.load_yaml` returns its default for an empty
- * string), and cloud-init keeps its fallback (DHCP on the first NIC) or the image's own
- * network setup. A 404 here would cost cloud-init 24.x a round of retries before going on.
+ * `network-config`: the machine's network (its own `spec.network`, else its profile's) as
+ * network-config v2 (src/provision/cloudinit/network.ts), the same document `/ipxe` puts
+ * on the kernel command line. Without one, empty, meaning "no network configuration":
+ * cloud-init loads it as YAML, an empty document gives none (`util.load_yaml` returns
+ * its default for an empty string), and cloud-init keeps its fallback (DHCP on the first
+ * NIC) or the image's own network setup. A 404 here would cost cloud-init 24.x a round
+ * of retries before going on.
+ *
+ * @param network validated by `networkSchema`
  */
-export function networkConfig(): string {
-  return '';
+export function networkConfig(network: NetworkInput | undefined): string {
+  return renderNetworkConfig(planNetwork(network));
 }

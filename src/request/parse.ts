@@ -157,6 +157,9 @@ export function zodProblems(error: z.ZodError, prefix = ''): FieldProblem[] {
     const base = formatPath(issue.path);
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) problems.push({ path: join(base ? `${base}.${key}` : key), message: 'unknown field' });
+    } else if (issue.code === 'invalid_key' && issue.issues.length > 0) {
+      // A record key that breaks its rule: the rule's own message, not "Invalid key in record".
+      for (const inner of issue.issues) problems.push({ path: join(base), message: inner.message });
     } else {
       problems.push({ path: join(base), message: issue.message });
     }

@@ -9,6 +9,7 @@ import { posix } from 'node:path';
 import { z } from 'zod';
 import { OUTPUT_FORMATS } from '../provision/formats.js';
 import { TARGET_OS } from '../provision/plan/types.js';
+import { networkSchema } from './network.js';
 
 // A field that is missing reads "required", whatever its type: zod's own messages name
 // the type ("Invalid input: expected string, received undefined") or, for an enum,
@@ -337,6 +338,8 @@ export const nodeBootstrapSchema = z.strictObject({
     kubeadm: kubeadmSchema.optional(),
     provisioning: provisioningSchema.optional(),
     output: outputSchema.optional(),
+    /** The node's network: netplan / cloud-init network-config v2 (./network.ts). */
+    network: networkSchema.optional(),
   }),
 });
 

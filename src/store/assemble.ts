@@ -99,7 +99,9 @@ function withNodeLabels(args: unknown, labels: Record<string, string>): unknown 
  *   `taints` → `nodeRegistration.taints` (when any), `nodeLabels` →
  *   `nodeRegistration.kubeletExtraArgs` `node-labels`, `advertiseAddress` →
  *   `localAPIEndpoint.advertiseAddress` (init) or
- *   `controlPlane.localAPIEndpoint.advertiseAddress` (control-plane joins).
+ *   `controlPlane.localAPIEndpoint.advertiseAddress` (control-plane joins);
+ * - `spec.network`: the machine's `network`, else the profile's (whole, not merged: an
+ *   interface list half from each could name devices neither has).
  *
  * @returns a new plain object; the parts are not changed.
  * @throws AssemblyError naming `spec.advertiseAddress` for a worker machine with an
@@ -137,6 +139,7 @@ export function assembleNodeBootstrap(parts: AssemblyParts): Doc {
       ...(Object.keys(kubeadm).length > 0 ? { kubeadm } : {}),
       ...(p.provisioning ? { provisioning: structuredClone(p.provisioning) } : {}),
       ...(p.output ? { output: structuredClone(p.output) } : {}),
+      ...((m.network ?? p.network) ? { network: structuredClone(m.network ?? p.network) } : {}),
     },
   };
 }

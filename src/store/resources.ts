@@ -4,6 +4,8 @@
  * sections, so a machine's bootstrap data is the NodeBootstrap assembled from the three.
  */
 import { z } from 'zod';
+import { BOOT_VARIABLE_NAME, BUILTIN_BOOT_VARIABLES } from '../boot/ipxe.js';
+import { networkSchema } from '../request/network.js';
 import { clusterSchema, kubeadmSchema, kubernetesVersion, outputSchema, provisioningSchema, ROLES } from '../request/schema.js';
 
 export const RESOURCE_API_VERSION = 'bootwright.dev/v1alpha1';
@@ -40,6 +42,8 @@ export const profileSpecSchema = z.strictObject({
   provisioning: provisioningSchema.optional(),
   output: outputSchema.optional(),
   boot: bootSchema.optional(),
+  /** The default network of the profile's machines (a machine's own `network` replaces it whole). */
+  network: networkSchema.optional(),
 });
 
 /** Hardware identity a booting machine reports, any of which selects it. */
@@ -68,6 +72,23 @@ export const machineSpecSchema = z.strictObject({
   taints: z.array(z.strictObject({ key: z.string(), value: z.string().optional(), effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']) })).default([]),
   /** Limit on fetches of secret-bearing data; beyond it 403 until an operator resets it. */
   maxFetches: z.int().min(1).optional(),
+  /** The machine's network (netplan v2, src/request/network.ts); replaces the profile's whole. */
+  network: networkSchema.optional(),
+  /** Kernel arguments after the profile's `boot.args` (src/boot/ipxe.ts `machineScript`). */
+  kernelArgs: z.array(z.string().min(1).max(1024)).max(64).optional(),
+  /**
+   * Values for `${name}` in the profile's `boot` section and in `kernelArgs`, beside the
+   * built-in `${publicUrl}` and `${machine}`.
+   */
+  variables: z
+    .record(
+      z
+        .string()
+        .regex(BOOT_VARIABLE_NAME, 'must be a variable name: a letter or "_", then letters, digits or "_", at most 63 characters')
+        .refine((n) => !(BUILTIN_BOOT_VARIABLES as readonly string[]).includes(n), 'is a variable bootwright defines (publicUrl, machine)'),
+      z.string().max(1024),
+    )
+    .optional(),
 });
 
 export const SPEC_SCHEMAS = { Cluster: clusterSpecSchema, Profile: profileSpecSchema, Machine: machineSpecSchema } as const;

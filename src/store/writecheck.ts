@@ -26,7 +26,8 @@
  * another request is checked by its own write.
  */
 import { isIP } from 'node:net';
-import { bootFormat, machineScript, provisioningArgs } from '../boot/ipxe.js';
+import { bootFormat } from '../boot/ipxe.js';
+import { type BootMachine, storedMachineScript } from '../boot/machine.js';
 import { bootstrapUrl, INCARNATION_HEX } from '../boot/sign.js';
 import { type FieldProblem, RequestError } from '../errors.js';
 import { renderNodeBootstrap } from '../render.js';
@@ -130,16 +131,23 @@ export function nodeValueProblems(kubeadm: Obj | undefined): FieldProblem[] {
 }
 
 /**
- * Problems building the iPXE script of `profile` for `machine` (ipxe.ts `machineScript`
- * with the machine's signed bootstrap URL), at `boot.*` paths; [] without a boot section.
+ * Problems building the iPXE script of `profile` for `machine` as `/ipxe` builds it
+ * (src/boot/machine.ts `storedMachineScript`, with the machine's signed bootstrap URL), at
+ * `boot.*` and `spec.kernelArgs[i]` paths; [] without a boot section. Without a machine (a
+ * profile checked on its own), any well-formed `${name}` is taken for a machine variable.
  */
-export function bootProblems(profile: ProfileSpec, machine: string, ctx: Pick<WriteCheckContext, 'baseUrl' | 'signingKey' | 'signedUrlSeconds'>): FieldProblem[] {
-  if (!profile.boot) return [];
+export function bootProblems(
+  profile: ProfileSpec,
+  machine: { name: string; spec: BootMachine } | undefined,
+  ctx: Pick<WriteCheckContext, 'baseUrl' | 'signingKey' | 'signedUrlSeconds'>,
+): FieldProblem[] {
+  const boot = profile.boot;
+  if (!boot) return [];
   const format = bootFormat(profile.output?.format);
   try {
     // The incarnation is not known before the machine is stored; any one has the same length.
-    const url = bootstrapUrl(format, ctx.baseUrl, machine, ctx.signingKey, ctx.signedUrlSeconds, undefined, undefined, '0'.repeat(INCARNATION_HEX));
-    machineScript(profile.boot, provisioningArgs(format, url), ctx.baseUrl);
+    const url = bootstrapUrl(format, ctx.baseUrl, machine?.name ?? 'placeholder', ctx.signingKey, ctx.signedUrlSeconds, undefined, undefined, '0'.repeat(INCARNATION_HEX));
+    storedMachineScript({ ...profile, boot }, machine, url, ctx.baseUrl, ctx.baseUrl);
     return [];
   } catch (e) {
     if (e instanceof RequestError) return e.problems;
@@ -172,7 +180,8 @@ export function renderCheck(parts: AssemblyParts, ctx: Pick<WriteCheckContext, '
     if (!(e instanceof RequestError)) throw e;
     problems.push(...e.problems);
   }
-  problems.push(...bootProblems(parts.profile.spec, parts.machine.name, ctx));
+  // The placeholder machine of a profile checked on its own has no variables yet.
+  problems.push(...bootProblems(parts.profile.spec, parts.machine.spec === PLACEHOLDER_MACHINE ? undefined : parts.machine, ctx));
   return problems;
 }
 

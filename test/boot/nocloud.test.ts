@@ -24,7 +24,7 @@ describe('metaData', () => {
 describe('vendorData and networkConfig', () => {
   it('are empty: no vendor data, no network configuration', () => {
     assert.equal(vendorData(), '');
-    assert.equal(networkConfig(), '');
+    assert.equal(networkConfig(undefined), '');
   });
 });
 
@@ -48,7 +48,7 @@ function nocloudServer(seen: { path: string; verdict: Verdict | 'not found' }[])
       res.writeHead(403).end();
       return;
     }
-    const body = { 'meta-data': metaData(id, id), 'user-data': USER_DATA, 'vendor-data': vendorData(), 'network-config': networkConfig() }[file];
+    const body = { 'meta-data': metaData(id, id), 'user-data': USER_DATA, 'vendor-data': vendorData(), 'network-config': networkConfig(undefined) }[file];
     if (body === undefined) res.writeHead(404).end();
     else res.writeHead(200, { 'content-type': 'text/plain' }).end(body);
   });

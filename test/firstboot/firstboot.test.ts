@@ -6,7 +6,8 @@
  * owner, the users, groups, sudoers and keys, ntp, the order of the commands, kubeadm's
  * arguments and configuration, and the sentinel are asserted.
  *
- * Boots: cloud-config that joins; cloud-config whose kubeadm fails (no sentinel);
+ * Boots: cloud-config that joins; cloud-config with a static address (`spec.network`,
+ * applied by cloud-init from the kernel command line, no DHCP lease); cloud-config whose kubeadm fails (no sentinel);
  * Ignition (Debian's Ignition on the live root) that joins, over HTTPS (issue 16): a
  * second service with `BOOTWRIGHT_TLS=auto` for https://10.0.2.100:8080 hands out a
  * pointer config (as user data would carry it; here a `data:` URL on the kernel command
@@ -80,8 +81,14 @@ async function api(method: string, path: string, body?: unknown, target: Target 
   return undiciFetch(`https://127.0.0.1:${tlsPort}${path}`, { ...init, dispatcher: tlsAgent });
 }
 
-/** Register a machine booting `format` with its MAC, and get the kernel arguments its /ipxe script gives. */
-async function register(name: string, format: 'cloud-config' | 'ignition', mac: string, target: Target = 'http'): Promise<string[]> {
+/**
+ * A static address on the guest's one NIC (qemu's user network is 10.0.2.0/24; its DHCP
+ * would hand out 10.0.2.15, so .50 shows the static address was used).
+ */
+const STATIC_NETWORK = { version: 2, ethernets: { eth0: { addresses: ['10.0.2.50/24'], routes: [{ to: 'default', via: '10.0.2.2' }], nameservers: { addresses: ['10.0.2.3'] } } } };
+
+/** Register a machine booting `format` with its MAC (and `extra` machine values), and get the kernel arguments its /ipxe script gives. */
+async function register(name: string, format: 'cloud-config' | 'ignition', mac: string, target: Target = 'http', extra: Record<string, unknown> = {}): Promise<string[]> {
   const profile = {
     apiVersion: 'bootwright.dev/v1alpha1',
     kind: 'Profile',
@@ -96,7 +103,7 @@ async function register(name: string, format: 'cloud-config' | 'ignition', mac: 
     },
   };
   assert.equal((await api('POST', '/v1/profiles', profile, target)).status, 201);
-  const machine = { apiVersion: 'bootwright.dev/v1alpha1', kind: 'Machine', metadata: { name }, spec: { cluster: 'fb', profile: name, selectors: { mac: [mac] }, nodeName: name } };
+  const machine = { apiVersion: 'bootwright.dev/v1alpha1', kind: 'Machine', metadata: { name }, spec: { cluster: 'fb', profile: name, selectors: { mac: [mac] }, nodeName: name, ...extra } };
   const created = await api('POST', '/v1/machines', machine, target);
   assert.equal(created.status, 201, await created.text());
   const script = await (await api('GET', `/ipxe?mac=${mac.replaceAll(':', '-')}`, undefined, target)).text();
@@ -250,6 +257,24 @@ describe('first boot in qemu', { skip: firstBootSkip() }, () => {
     assert.ok(audit.items.some((r) => r.route.startsWith('/nocloud') && r.status === 200), JSON.stringify(audit));
   });
 
+  it('cloud-config with a static address: cloud-init applies network-config= from the kernel line before the seed is fetched, no DHCP lease; kubeadm joins', async () => {
+    const args = await register('fb-cc-static', 'cloud-config', '52:54:00:fb:00:05', 'http', { network: STATIC_NETWORK });
+    assert.ok(args.some((a) => a.startsWith('network-config=')), args.join(' '));
+    const config = await kubeadmConfigOf('fb-cc-static', 'cloud-config');
+    const ms = await boot(args, (disk) => {
+      assertProvisioned(disk, 'cloud-config', 'fb-cc-static', config);
+      assert.equal(disk.text('/var/lib/bootwright-test/cluster-api/bootstrap-success.complete'), 'success\n');
+      // cloud-init's networkd renderer wrote the unit that sorts before the image's DHCP one.
+      const unit = disk.text('/etc/systemd/network/10-cloud-init-eth0.network');
+      assert.match(unit, /^Address=10\.0\.2\.50\/24$/m, unit);
+      assert.match(unit, /^DHCP=no$/m, unit);
+      assert.match(disk.text('/var/log/cloud-init.log'), /Applying network configuration from cmdline/);
+      const journal = disk.text('/var/lib/bootwright-test/journal');
+      assert.doesNotMatch(journal, /eth0: DHCPv4 address/, 'the guest took a DHCP lease');
+    });
+    process.stderr.write(`first boot, cloud-config, static address, joined: ${ms} ms\n`);
+  });
+
   it('cloud-config: when kubeadm fails, the post commands still run and the sentinel is absent', async () => {
     const args = await register('fb-cc-fail', 'cloud-config', '52:54:00:fb:00:02');
     const ms = await boot([...args, 'bootwright.test.kubeadm_exit=3'], (disk) => {
@@ -261,7 +286,8 @@ describe('first boot in qemu', { skip: firstBootSkip() }, () => {
   });
 
   it('the current Ignition (v2.26) fetches the signed URL as it is, gets spec 3.6.0, and kubeadm joins', { skip: referenceToolMissing('ignition', 'no first boot with the current Ignition (3.4.0 and later specs)') }, async () => {
-    const args = await register('fb-ign-new', 'ignition', '52:54:00:fb:00:04');
+    const args = await register('fb-ign-new', 'ignition', '52:54:00:fb:00:04', 'http', { network: STATIC_NETWORK });
+    assert.ok(args.includes('ip=10.0.2.50::10.0.2.2:255.255.255.0::eth0:none'), args.join(' '));
     const url = args.find((a) => a.startsWith('ignition.config.url='));
     assert.ok(url?.startsWith('ignition.config.url=http://10.0.2.100:8080/ignition?'), args.join(' '));
     const config = await kubeadmConfigOf('fb-ign-new', 'ignition');
@@ -270,6 +296,11 @@ describe('first boot in qemu', { skip: firstBootSkip() }, () => {
       (disk) => {
         assertProvisioned(disk, 'ignition', 'fb-ign-new', config);
         assert.equal(disk.text('/var/lib/bootwright-test/cluster-api/bootstrap-success.complete'), 'success\n');
+        // The networkd unit, as Ignition wrote it (this guest's network came up before
+        // Ignition ran, from its own DHCP unit: the unit takes effect from the next boot).
+        const unit = '/etc/systemd/network/10-bootwright-eth0.network';
+        assert.equal(disk.text(unit), '[Match]\nName=eth0\n\n[Network]\nDHCP=no\nDNS=10.0.2.3\n\n[Address]\nAddress=10.0.2.50/24\n\n[Route]\nDestination=0.0.0.0/0\nGateway=10.0.2.2\n');
+        assert.equal(disk.stat(unit)!.mode & 0o7777, 0o644);
       },
       port,
       [{ from: referenceTool('ignition')!, to: '/usr/local/lib/bootwright-test/ignition' }],

@@ -27,7 +27,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { machineIdentity } from '../../boot/identity.js';
-import { bootFormat, bootScript, DEFAULT_RETRY_SECONDS, echoSafe, machineScript, provisioningArgs, unknownMachineScript } from '../../boot/ipxe.js';
+import { bootFormat, bootScript, DEFAULT_RETRY_SECONDS, echoSafe, unknownMachineScript } from '../../boot/ipxe.js';
+import { storedMachineScript } from '../../boot/machine.js';
 import { matchMachine, whyUnmatched } from '../../boot/match.js';
 import { metaData, networkConfig, vendorData } from '../../boot/nocloud.js';
 import { bindableClient, bootstrapUrl, IGNITION_PATH, machineIncarnation, NOCLOUD_FILES, nocloudPrefix, REPORT_PATH, routeUrl, splitExpiry, type Verdict, verifySignature } from '../../boot/sign.js';
@@ -439,7 +440,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const url = bootstrapUrl(format, base, machine.name, ctx.signing.key(), ctx.signing.lifetimeSeconds, Date.now() / 1000, client, machineIncarnation(machine));
       let script: string;
       try {
-        script = machineScript(boot, provisioningArgs(format, url), scriptBase);
+        script = storedMachineScript({ ...profile.spec, boot }, machine, url, base, scriptBase);
       } catch (e) {
         if (!(e instanceof RequestError)) throw e;
         const lines = [`profile ${echoSafe(profile.name)} cannot be booted:`, ...e.problems.map((p) => `${echoSafe(p.path)} ${echoSafe(p.message)}`)];
@@ -547,7 +548,8 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       }
       const machine = await ctx.store.get('Machine', id);
       if (otherIncarnation(request, reply, route, machine, incarnation)) return reply;
-      const body = file === 'meta-data' ? metaData(machine.name, machine.spec.nodeName ?? machine.name) : file === 'vendor-data' ? vendorData() : networkConfig();
+      const network = file === 'network-config' ? (machine.spec.network ?? (await ctx.store.get('Profile', machine.spec.profile)).spec.network) : undefined;
+      const body = file === 'meta-data' ? metaData(machine.name, machine.spec.nodeName ?? machine.name) : file === 'vendor-data' ? vendorData() : networkConfig(network);
       return sendScript(reply, body, 'private, no-cache');
     },
   );

@@ -1,6 +1,7 @@
 /** The cloud-init provisioner: Linux nodes, `#cloud-config` (`./render.ts`). */
 import type { Provisioner } from '../provisioner.js';
 import { CLOUD_CONFIG_FORMAT } from './format.js';
+import { NETWORK_NOT_IN_USER_DATA } from './network.js';
 import { renderCloudConfig } from './render.js';
 
 /**
@@ -16,6 +17,8 @@ export const CLOUD_INIT_PROVISIONER: Provisioner = {
     const body = renderCloudConfig(plan);
     // Cluster API's kubeadm bootstrap provider ignores `ignition` for cloud-config too.
     const warnings = plan.ignition ? [`${plan.ignition.origin} is ignored: it applies to Ignition output only`] : [];
+    // cloud-init reads network configuration from its datasource, never from user data.
+    if (plan.network) warnings.push(NETWORK_NOT_IN_USER_DATA);
     return { body, warnings };
   },
 };

@@ -12,6 +12,7 @@ import type { EncodeOptions } from './dataurl.js';
 import { directoryEntries, fileEntries } from './files.js';
 import { deferGroupOwners, groupEntries } from './groups.js';
 import { mountUnits } from './mounts.js';
+import { networkEntries } from './network.js';
 import { ntpEntries } from './ntp.js';
 import { passwdEntries } from './passwd.js';
 import { PathRegistry } from './registry.js';
@@ -57,7 +58,7 @@ function buildConfig(plan: ProvisioningPlan, version: IgnitionSpecVersion): Merg
   const groups = groupEntries(plan.users, [...lateFiles.late, ...lateDirs.late], encoding);
   const boot = bootstrapEntries(plan, encoding, groups[0]?.entry.path);
   const ntp = ntpEntries(plan.ntp, encoding);
-  const derivedFiles = [...boot.files, ...groups, ...passwd.files, ...ntp.files];
+  const derivedFiles = [...boot.files, ...groups, ...passwd.files, ...ntp.files, ...networkEntries(plan.network, encoding)];
   const planFiles = fileEntries(lateFiles.entries, encoding, problems);
   const directories = directoryEntries(lateDirs.entries, problems);
   const disks = diskEntries(plan.disks, problems);

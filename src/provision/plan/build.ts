@@ -2,6 +2,7 @@
  * Assembling the ProvisioningPlan from a request and the kubeadm builder's output: the
  * one place where bootstrap (kubeadm) meets provisioning (files, users, disks, commands).
  */
+import { planNetwork } from './network.js';
 import { osPlanProblems, targetOs, WINDOWS_SUCCESS_SENTINEL } from './os.js';
 import { gunzipSync } from 'node:zlib';
 import type { KubeadmBootstrap } from '../../bootstrap/kubeadm/build.js';
@@ -284,6 +285,7 @@ export function buildPlan(req: NodeBootstrap, kubeadm: KubeadmBootstrap, options
         ...(pass !== undefined ? { pass } : {}),
       };
     }),
+    ...(req.spec.network ? { network: planNetwork(req.spec.network)! } : {}),
     units: [],
     commands: {
       boot: prov.bootCommands ?? [],

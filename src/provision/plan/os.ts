@@ -115,6 +115,7 @@ function windowsProblems(plan: ProvisioningPlan, req: NodeBootstrap): FieldProbl
   if (req.spec.role !== 'worker') {
     problems.push({ path: 'spec.role', message: `must be worker on a Windows node (${plan.osField ?? 'spec.output.os'}): kubeadm has no Windows control plane` });
   }
+  if (plan.network) problems.push({ path: 'spec.network', message: `is not rendered for a Windows node (${plan.osField ?? 'spec.output.os'}): cloudbase-init reads network configuration from its metadata service` });
   const seen = new Map<string, string>();
   const ours = [WINDOWS_KUBEADM_DIR, WINDOWS_CLUSTER_API_DIR].map(windowsPathKey);
   for (const f of plan.files) {

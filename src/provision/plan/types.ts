@@ -8,6 +8,7 @@
  */
 
 import type { Retry } from '../shell.js';
+import type { PlanNetwork } from './network.js';
 
 /** Owner of a file or directory: a user name and a group name (`root:root` by default). */
 export interface Owner {
@@ -273,6 +274,8 @@ export interface ProvisioningPlan {
   disks: PlanDisk[];
   filesystems: PlanFilesystem[];
   mounts: PlanMount[];
+  /** The node's network (`spec.network`, ./network.ts); absent: the image's own or DHCP. */
+  network?: PlanNetwork;
   units: PlanUnit[];
   commands: CommandPhases;
   /** Absolute path written when the main command succeeded. */
