@@ -4,6 +4,7 @@
  * the signed URL's arguments and the network's (./network.ts), with the boot variables
  * filled in. One function, so what is checked when written is what boots.
  */
+import { machineNetwork } from '../store/assemble.js';
 import type { MachineSpec, ProfileSpec } from '../store/resources.js';
 import { bootFormat, type BootVariables, machineScript, provisioningArgs } from './ipxe.js';
 import { networkBootArgs } from './network.js';
@@ -29,7 +30,7 @@ export function storedMachineScript(
   scriptBase: string,
 ): string {
   const format = bootFormat(profile.output?.format);
-  const network = machine?.spec.network ?? profile.network;
+  const network = machineNetwork(machine?.spec, profile);
   const vars: BootVariables = { publicUrl: publicUrl.replace(/\/+$/, ''), machine: machine?.name ?? 'placeholder', own: machine ? (machine.spec.variables ?? {}) : 'any' };
   return machineScript(profile.boot, [...provisioningArgs(format, url), ...networkBootArgs(format, network)], scriptBase, undefined, {
     ...(machine?.spec.kernelArgs ? { kernelArgs: machine.spec.kernelArgs } : {}),

@@ -12,6 +12,15 @@ import type { NodeBootstrap } from '../request/schema.js';
 import { type RuleLevels, RULES_VERSION } from '../rules.js';
 import { type ClusterSpec, type MachineSpec, type ProfileSpec, RESOURCE_API_VERSION, type StoredResource } from './resources.js';
 
+/**
+ * A machine's network: its own `spec.network`, else its profile's, whole (never merged:
+ * an interface list half from each could name devices neither has). The one rule the
+ * assembled request, the `/ipxe` kernel arguments and the NoCloud `network-config` share.
+ */
+export function machineNetwork(machine: Pick<MachineSpec, 'network'> | undefined, profile: Pick<ProfileSpec, 'network'>): MachineSpec['network'] {
+  return machine?.network ?? profile.network;
+}
+
 /** The three revisions a machine's bootstrap data comes from. */
 export interface AssemblyParts {
   machine: StoredResource<MachineSpec>;
@@ -128,6 +137,7 @@ export function assembleNodeBootstrap(parts: AssemblyParts): Doc {
       endpoint.advertiseAddress = m.advertiseAddress;
     }
   }
+  const network = machineNetwork(m, p);
   return {
     apiVersion: RESOURCE_API_VERSION,
     kind: 'NodeBootstrap',
@@ -139,7 +149,7 @@ export function assembleNodeBootstrap(parts: AssemblyParts): Doc {
       ...(Object.keys(kubeadm).length > 0 ? { kubeadm } : {}),
       ...(p.provisioning ? { provisioning: structuredClone(p.provisioning) } : {}),
       ...(p.output ? { output: structuredClone(p.output) } : {}),
-      ...((m.network ?? p.network) ? { network: structuredClone(m.network ?? p.network) } : {}),
+      ...(network ? { network: structuredClone(network) } : {}),
     },
   };
 }

@@ -59,7 +59,12 @@ describe("Cluster API's Machine controller reads bootwright's KubeadmConfig stat
     await fixtures.cluster('core');
     await fixtures.clusterStatus('core', { initialization: { infrastructureProvisioned: true } });
     await fixtures.machine('core', 'core-cp-a', 'control-plane');
-    const m = await machineWhen('core-cp-a', (x) => x.spec.bootstrap.dataSecretName !== undefined && bootstrapReady(x)?.status === 'True');
+    // The core manager writes spec (dataSecretName) and status (conditions, initialization)
+    // in separate requests, so wait for all three rather than read between the writes.
+    const m = await machineWhen(
+      'core-cp-a',
+      (x) => x.spec.bootstrap.dataSecretName !== undefined && bootstrapReady(x)?.status === 'True' && x.status?.initialization?.bootstrapDataSecretCreated !== undefined,
+    );
     assert.equal(m.spec.bootstrap.dataSecretName, 'core-cp-a');
     assert.equal(m.status?.initialization?.bootstrapDataSecretCreated, true);
     assert.ok(await get(mgmt, 'v1', 'secrets', 'default', 'core-cp-a'));

@@ -37,6 +37,7 @@ import { scrubSecrets } from '../../provision/plan/report.js';
 import { RequestError } from '../../errors.js';
 import { FORM_MEDIA_TYPE, registerFormParser } from '../body.js';
 import { UserDataLimitError } from '../../platform.js';
+import { machineNetwork } from '../../store/assemble.js';
 import { NotFoundError } from '../../store/errors.js';
 import { storageFault } from '../../store/faults.js';
 import type { RenderResult } from '../../render.js';
@@ -548,7 +549,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       }
       const machine = await ctx.store.get('Machine', id);
       if (otherIncarnation(request, reply, route, machine, incarnation)) return reply;
-      const network = file === 'network-config' ? (machine.spec.network ?? (await ctx.store.get('Profile', machine.spec.profile)).spec.network) : undefined;
+      const network = file === 'network-config' ? machineNetwork(machine.spec, machine.spec.network ? {} : (await ctx.store.get('Profile', machine.spec.profile)).spec) : undefined;
       const body = file === 'meta-data' ? metaData(machine.name, machine.spec.nodeName ?? machine.name) : file === 'vendor-data' ? vendorData() : networkConfig(network);
       return sendScript(reply, body, 'private, no-cache');
     },
