@@ -141,7 +141,7 @@ async function loadKubeconfig(file: string | undefined): Promise<KubeConfig> {
 export async function runController(parsed: Parsed, err: NodeJS.WritableStream): Promise<number> {
   const options = controllerOptions(parsed);
   // Loaded here, not with the command table: the other commands never load the Kubernetes client.
-  const [{ Kube }, { startController }, { portOf }] = await Promise.all([import('../controller/kube.js'), import('../controller/run.js'), import('../controller/metrics.js')]);
+  const [{ Kube }, { startController }, { portOf }] = await Promise.all([import('../kube/client.js'), import('../controller/run.js'), import('../controller/metrics.js')]);
   const kube = new Kube(await loadKubeconfig(parsed.values.kubeconfig as string | undefined));
   const log = pino({ name: 'bootwright-controller' });
   let running;

@@ -3,7 +3,7 @@
  * Cluster API's own names (core `cluster.x-k8s.io/v1beta2`, CABPK's
  * `bootstrap.cluster.x-k8s.io/v1beta2`; contract in docs/cluster-api.md).
  */
-import type { KubeObject } from './kube.js';
+import type { KubeObject } from '../kube/client.js';
 
 export const CORE_API = 'cluster.x-k8s.io/v1beta2';
 export const CORE_GROUP = 'cluster.x-k8s.io';

@@ -13,7 +13,7 @@ import { X509Certificate } from 'node:crypto';
 import { caCertHash } from '../request/checks.js';
 import type { ClusterInput } from '../request/schema.js';
 import type { Cluster } from './capi.js';
-import type { Kube } from './kube.js';
+import type { Kube } from '../kube/client.js';
 
 /** Secret name suffix per certificate, and the request field it fills. */
 const PURPOSES = [

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { apiErrorText, type Kube, type KubeObject } from './kube.js';
+import { apiErrorText, type Kube, type KubeObject } from '../kube/client.js';
 
 /** The component events are reported by (`source.component`, `reportingController`). */
 export const COMPONENT = 'bootwright-controller';

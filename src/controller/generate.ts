@@ -18,7 +18,7 @@ import 'reflect-metadata';
 import { createPrivateKey, createPublicKey, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import { BOOTSTRAP_API, CLUSTER_NAME_LABEL, CLUSTER_SECRET_TYPE, type Cluster, type KubeadmConfig } from './capi.js';
-import { isConflict, type Kube } from './kube.js';
+import { isConflict, type Kube } from '../kube/client.js';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 

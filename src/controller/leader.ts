@@ -19,7 +19,7 @@
  * Durations are controller-runtime's defaults: lease 15 s, renew deadline 10 s, retry 2 s.
  */
 import type { Logger } from 'pino';
-import { apiErrorText, isConflict, type Kube, type KubeObject } from './kube.js';
+import { apiErrorText, isConflict, type Kube, type KubeObject } from '../kube/client.js';
 
 /** A Lease, in the fields leader election uses (times: RFC 3339 MicroTime). */
 interface Lease extends KubeObject {

@@ -9,7 +9,7 @@
  * deleting it once the control plane is initialised.
  */
 import { type Cluster, CLUSTER_NAME_LABEL, CORE_API, type Machine } from './capi.js';
-import { isConflict, type Kube, type KubeObject } from './kube.js';
+import { isConflict, type Kube, type KubeObject } from '../kube/client.js';
 
 const DATA_KEY = 'lock-information';
 

@@ -22,7 +22,7 @@
 import { type KubernetesObject, makeInformer, type Informer, type ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { BOOTSTRAP_API, CLUSTER_NAME_LABEL, type ContractReference, CORE_API, type Machine, type MachinePool, WATCH_FILTER_LABEL } from './capi.js';
-import { apiErrorText, type Kube, type KubeObject } from './kube.js';
+import { apiErrorText, type Kube, type KubeObject } from '../kube/client.js';
 import { WorkQueue, type QueueObserver } from './queue.js';
 import type { Reconciler } from './reconcile.js';
 

@@ -65,10 +65,10 @@ import { readClusterCertificates } from './certificates.js';
 import { ENCRYPTION_ALGORITHMS, generateClusterCertificates } from './generate.js';
 import { CERTIFICATES_AVAILABLE, type ConditionInput, DATA_SECRET_AVAILABLE, PAUSED, REASON, setConditions, v1beta1Conditions } from './conditions.js';
 import { type EventRecorder } from './events.js';
-import { apiErrorText, isConflict, Kube, type KubeObject } from './kube.js';
+import { apiErrorText, isConflict, Kube, type KubeObject } from '../kube/client.js';
 import { acquireInitLock, releaseInitLock } from './lock.js';
 import { bootstrapRequest, problemsMessage, referencedSecrets } from './request.js';
-import { createTokenSecret, newToken, refreshTokenSecret, tokenNeedsRotation } from './token.js';
+import { createTokenSecret, newToken, refreshTokenSecret, tokenNeedsRotation } from '../kube/token.js';
 
 /** How the controller was started (`bootwright controller` flags). */
 export interface ReconcilerOptions {

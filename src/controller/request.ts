@@ -19,7 +19,7 @@
 import type { FieldProblem } from '../errors.js';
 import type { ClusterInput, Role } from '../request/schema.js';
 import { type Cluster, controlPlaneEndpoint, type KubeadmConfig } from './capi.js';
-import type { Kube } from './kube.js';
+import type { Kube } from '../kube/client.js';
 
 /** What the reconcile gathered for one render. */
 export interface RequestContext {

@@ -8,7 +8,7 @@ import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { DEFAULT_LEASE_NAME } from './defaults.js';
 import { EventRecorder } from './events.js';
-import { apiErrorText, type Kube } from './kube.js';
+import { apiErrorText, type Kube } from '../kube/client.js';
 import { LeaderElector, type LeaderElectionOptions } from './leader.js';
 import { Manager, type ManagerOptions } from './manager.js';
 import { ControllerMetrics, serveHealth } from './metrics.js';

@@ -19,7 +19,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { load, loadAll } from 'js-yaml';
-import { Kube } from '../../src/controller/kube.js';
+import { Kube } from '../../src/kube/client.js';
 import { type RunningController, startController } from '../../src/controller/run.js';
 import { type Cabpk, startCabpk } from '../support/cabpk.js';
 import type { ControlPlane } from '../support/controlplane.js';

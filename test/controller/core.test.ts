@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import { Kube } from '../../src/controller/kube.js';
+import { Kube } from '../../src/kube/client.js';
 import { type RunningController, startController } from '../../src/controller/run.js';
 import { type Cabpk, startCoreManager } from '../support/cabpk.js';
 import { controlPlaneSpec } from '../support/capi.js';

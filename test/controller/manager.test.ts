@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Kube } from '../../src/controller/kube.js';
+import { Kube } from '../../src/kube/client.js';
 import { portOf } from '../../src/controller/metrics.js';
 import { DEFAULT_LEASE_NAME } from '../../src/controller/defaults.js';
 import { type RunningController, startController } from '../../src/controller/run.js';

@@ -19,7 +19,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Kube } from '../../src/controller/kube.js';
+import { Kube } from '../../src/kube/client.js';
 import { type RunningController, startController } from '../../src/controller/run.js';
 import { clusterNetworkOf, kubeadmConfigSpecToV1beta2 } from '../support/capi-convert.js';
 import type { ControlPlane } from '../support/controlplane.js';

@@ -20,7 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { loadAll, load } from 'js-yaml';
 import { CONTROLLER, controllerOptions } from '../../src/cli/controller.js';
 import { parseCommand } from '../../src/cli/commands.js';
-import { Kube } from '../../src/controller/kube.js';
+import { Kube } from '../../src/kube/client.js';
 import { startController } from '../../src/controller/run.js';
 import { dumpYaml } from '../../src/yaml/dump.js';
 import { startControlPlane } from '../support/controlplane.js';

@@ -12,7 +12,7 @@
  * writes it into the node's data.
  */
 import { randomInt } from 'node:crypto';
-import { type Kube, type KubeObject } from './kube.js';
+import { type Kube, type KubeObject } from './client.js';
 
 export const TOKEN_SECRET_TYPE = 'bootstrap.kubernetes.io/token';
 export const TOKEN_NAMESPACE = 'kube-system';
