@@ -178,6 +178,19 @@ export const configSchema = z.strictObject({
   refusedAuditIntervalSeconds: z.coerce.number().int().min(0).default(60),
   /** A directory served at /assets/ (kernels, initrds, images for profiles' boot sections); unset serves none. */
   assetsDir: z.string().min(1).optional(),
+  /**
+   * A directory of workload-cluster kubeconfig files, named by clusters'
+   * `workloadKubeconfig.file` (src/boot/tokens.ts); unset, no cluster may name a file.
+   */
+  workloadKubeconfigDir: z.string().min(1).optional(),
+  /**
+   * A kubeconfig file for the management cluster, where clusters'
+   * `workloadKubeconfig.secretRef` Secrets are read; unset, the pod's service account
+   * when the service runs in Kubernetes, else no cluster may name a Secret.
+   */
+  managementKubeconfig: z.string().min(1).optional(),
+  /** How often minted bootstrap tokens are refreshed, and deleted once their nodes joined, seconds. */
+  tokenSweepSeconds: z.coerce.number().int().min(1).max(3600).default(60),
   /** Most discovered machines kept; sightings of new identities beyond it are counted, not written. */
   discoveredMax: z.coerce.number().int().min(1).default(10_000),
   /** Most audit rows of refusals kept; the oldest beyond it are deleted. */
@@ -288,6 +301,9 @@ const ENV: Record<string, keyof Config> = {
   BOOTWRIGHT_REFUSED_AUDIT_INTERVAL_SECONDS: 'refusedAuditIntervalSeconds',
   BOOTWRIGHT_DISCOVERED_MAX: 'discoveredMax',
   BOOTWRIGHT_ASSETS_DIR: 'assetsDir',
+  BOOTWRIGHT_WORKLOAD_KUBECONFIG_DIR: 'workloadKubeconfigDir',
+  BOOTWRIGHT_MANAGEMENT_KUBECONFIG: 'managementKubeconfig',
+  BOOTWRIGHT_TOKEN_SWEEP_SECONDS: 'tokenSweepSeconds',
   BOOTWRIGHT_REFUSED_AUDIT_MAX: 'refusedAuditMax',
   BOOTWRIGHT_SERVED_AUDIT_MAX_PER_MACHINE: 'servedAuditMaxPerMachine',
   BOOTWRIGHT_UNAUTHENTICATED_RETENTION_SECONDS: 'unauthenticatedRetentionSeconds',

@@ -3,7 +3,9 @@
  * caches, metrics, signing, render workers). Its own module, so that routes depend on it
  * and not on the server that builds it (src/api/server.ts imports the routes).
  */
+import type { MintedTokens } from '../boot/tokens.js';
 import type { Config } from '../config.js';
+import type { WorkloadClusters } from '../kube/workload.js';
 import type { Store } from '../store/store.js';
 import type { RenderPool } from '../work/pool.js';
 import type { TokenTable } from './auth.js';
@@ -39,4 +41,8 @@ export interface ServiceContext {
   prerender: Prerenderer;
   /** The bearer tokens (the status page authenticates its cookie with them). */
   tokens: TokenTable;
+  /** The workload clusters that clusters' `workloadKubeconfig` name (src/kube/workload.ts). */
+  workloads: WorkloadClusters;
+  /** Machines' per-machine bootstrap tokens (src/boot/tokens.ts). */
+  mintedTokens: MintedTokens;
 }

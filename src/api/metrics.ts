@@ -35,6 +35,8 @@ export interface Metrics {
    * (src/rules.ts); `bootwright upgrade check` lists the machines.
    */
   tolerated: Counter<'rule'>;
+  /** `bootwright_bootstrap_tokens_total{outcome}`: per-machine bootstrap tokens minted, refreshed, deleted, or failed to refresh or delete (src/boot/tokens.ts). */
+  bootstrapTokens: Counter<'outcome'>;
 }
 
 /** Where the `bootwright_machines` gauge reads the fleet from at scrape time (set once the store is known). */
@@ -164,6 +166,12 @@ export function createMetrics(cache: RenderCache, pool?: RenderPool, prerender?:
     labelNames: ['rule'] as const,
     registers: [registry],
   });
+  const bootstrapTokens = new Counter({
+    name: 'bootwright_bootstrap_tokens_total',
+    help: 'Per-machine bootstrap tokens in workload clusters, by outcome: minted, refreshed, deleted, failed (a sweep could not refresh or delete one)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
   if (fleet) {
     new Gauge({
       name: 'bootwright_machines',
@@ -178,5 +186,5 @@ export function createMetrics(cache: RenderCache, pool?: RenderPool, prerender?:
       },
     });
   }
-  return { registry, requestDuration, renders, storageFaults, droppedWrites, signedUrlRefused, firmwareFetches, bootReports, tolerated };
+  return { registry, requestDuration, renders, storageFaults, droppedWrites, signedUrlRefused, firmwareFetches, bootReports, tolerated, bootstrapTokens };
 }

@@ -33,6 +33,7 @@ import { bootFormat } from '../boot/ipxe.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { IGNITION_MEDIA_TYPE, servedIgnitionVersion } from '../render.js';
 import { assembledRequest, machineParts, storedLevels } from './routes/bootstrap.js';
+import { mintsToken } from '../store/assemble.js';
 import { cachedRender } from './deliver.js';
 import { renderPlan } from './render-plan.js';
 import type { FollowingRender } from '../work/task.js';
@@ -175,6 +176,11 @@ export class Prerenderer {
   private async render(name: string): Promise<void> {
     try {
       const parts = await machineParts(this.ctx.store, name, undefined);
+      // Its data carries a token minted at its fetch: nothing to render ahead.
+      if (mintsToken(parts.cluster.spec, parts.profile.spec.role)) {
+        this.stats.skipped++;
+        return;
+      }
       // The report URL a fetch URL signed now carries (src/api/signing.ts): known ahead
       // only with a public URL (else it takes the Host of the fetch).
       const base = this.ctx.config.publicUrl;

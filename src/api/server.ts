@@ -25,6 +25,8 @@ import { lazyChildLogger } from './logger.js';
 import { routeValidator } from './validation.js';
 import { BodyDeadlines } from './deadlines.js';
 import { Prerenderer } from './prerender.js';
+import { MintedTokens, TokenSweep } from '../boot/tokens.js';
+import { WorkloadClusters, WorkloadUnavailableError } from '../kube/workload.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { NotAcceptableError, OFFERED_MEDIA_TYPES } from './negotiate.js';
 import { problem, type ProblemKind } from './problems.js';
@@ -269,6 +271,11 @@ function handleError(this: { config: Config; metrics: Metrics }, error: FastifyE
       error.validation.map((v) => ({ path: `${where}${v.instancePath.replaceAll('/', '.')}`, message: v.message ?? 'invalid' })),
     );
   }
+  if (error instanceof WorkloadUnavailableError) {
+    void reply.header('retry-after', String(this.config.retryAfterSeconds));
+    request.log.warn({ cluster: error.cluster, reason: error.reason }, 'a bootstrap token could not be minted');
+    return sendProblem(reply, 'unavailable', 503, `${error.detail}; retry after the time in Retry-After`);
+  }
   if (error instanceof RenderOverloadedError || error instanceof RenderTimeoutError) {
     void reply.header('retry-after', String(this.config.retryAfterSeconds));
     return sendProblem(reply, 'overloaded', 503, `${error.message}; retry after the time in Retry-After`);
@@ -365,11 +372,20 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const partial = { config, cache, store, signing: urlSigning(config), pool, tokens, https: options.tls !== undefined, ...(tlsCa !== undefined ? { tlsCa } : {}) } as Omit<ServiceContext, 'metrics' | 'prerender'>;
   const prerender = new Prerenderer(partial as ServiceContext, app.log);
   const metrics = createMetrics(cache, pool, prerender, () => store.fleet(stalledBefore(config, new Date())));
-  const context: ServiceContext = Object.assign(partial, { metrics, prerender });
+  const workloads = new WorkloadClusters(config);
+  const mintedTokens = new MintedTokens(store, workloads, app.log, metrics.bootstrapTokens);
+  const context: ServiceContext = Object.assign(partial, { metrics, prerender, workloads, mintedTokens });
+  // Minted tokens are refreshed until their nodes join, then deleted (src/boot/tokens.ts).
+  const sweep = new TokenSweep(mintedTokens, config.tokenSweepSeconds * 1000, app.log);
+  app.addHook('onListen', (done) => {
+    sweep.start();
+    done();
+  });
   app.addHook('preClose', (done) => {
     prerender.close();
     done();
   });
+  app.addHook('onClose', async () => sweep.stop());
   app.setErrorHandler(handleError.bind({ config, metrics }));
 
   // Node's requestTimeout cuts a request whose headers are late, but not a body trickled

@@ -11,6 +11,7 @@ import pino from 'pino';
 import { DEFAULT_LEASE_NAME, LEADER_ELECTION_DEFAULTS } from '../controller/defaults.js';
 import type { ControllerOptions } from '../controller/run.js';
 import { EXIT, UsageError, type Command, type Parsed } from './commands.js';
+import { durationMs } from '../kube/duration.js';
 
 /** `bootwright controller`. */
 export const CONTROLLER: Command = {
@@ -39,7 +40,6 @@ a cluster to bootwright.`,
 };
 
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
-const UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /**
  * A duration as Go's `time.ParseDuration` writes them and Cluster API's flags take them
@@ -48,9 +48,8 @@ const UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_0
  * @throws UsageError naming the flag when it does not parse or is not positive
  */
 export function parseDuration(flag: string, text: string): number {
-  const parts = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$/.test(text) ? [...text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)] : [];
-  const ms = parts.reduce((sum, [, n, unit]) => sum + Number(n) * UNITS_MS[unit!]!, 0);
-  if (parts.length === 0 || ms <= 0) throw new UsageError(`--${flag}: "${text}" is not a positive duration (e.g. 15m, 90s, 1h30m)`, 'controller');
+  const ms = durationMs(text);
+  if (ms === undefined) throw new UsageError(`--${flag}: "${text}" is not a positive duration (e.g. 15m, 90s, 1h30m)`, 'controller');
   return ms;
 }
 

@@ -14,7 +14,7 @@ import type { OutputFormat } from '../provision/formats.js';
 import { renderNodeBootstrap } from '../render.js';
 import type { DocumentLimits } from '../request/bounds.js';
 import type { ToleratedProblem } from '../rules.js';
-import { type AssemblyParts, machineNodeBootstrap, ruleLevels } from '../store/assemble.js';
+import { type AssemblyParts, machineNodeBootstrap, ruleLevels, withStandInToken } from '../store/assemble.js';
 import { changesSince } from './changes.js';
 
 /** The verdicts, from best to worst. */
@@ -57,7 +57,7 @@ export function checkMachine(parts: AssemblyParts, limits: DocumentLimits, last:
   const base = { machine: parts.machine.name, cluster: parts.cluster.name, profile: parts.profile.name, format };
   const levels = ruleLevels(parts);
   try {
-    const req = machineNodeBootstrap(parts, limits);
+    const req = machineNodeBootstrap(withStandInToken(parts), limits);
     const result = renderNodeBootstrap(req, {
       format,
       platform: null,

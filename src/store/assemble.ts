@@ -26,6 +26,42 @@ export interface AssemblyParts {
   machine: StoredResource<MachineSpec>;
   cluster: StoredResource<ClusterSpec>;
   profile: StoredResource<ProfileSpec>;
+  /**
+   * The bootstrap token minted for this machine (src/boot/tokens.ts), when its cluster
+   * mints them: it is the assembled `spec.cluster.bootstrapToken`, in place of the
+   * cluster's static one.
+   */
+  mintedToken?: string;
+}
+
+/**
+ * Whether a machine of `role` joins with a token minted for it: its cluster names a
+ * workload kubeconfig and it joins (an `init` machine makes the cluster, so there is
+ * nothing yet to mint a token in; it keeps the static token, if any).
+ */
+export function mintsToken(cluster: Pick<ClusterSpec, 'workloadKubeconfig'>, role: ProfileSpec['role']): boolean {
+  return cluster.workloadKubeconfig !== undefined && role !== 'init';
+}
+
+/**
+ * The parts with a stand-in token when the machine would be minted one and has none yet:
+ * for checks that render without booting (the write check, `bootwright upgrade check`),
+ * so a minting cluster without a static token checks as it will boot. The stand-in has
+ * kubeadm's token format and never reaches a machine.
+ */
+export function withStandInToken(parts: AssemblyParts): AssemblyParts {
+  if (parts.mintedToken !== undefined || !mintsToken(parts.cluster.spec, parts.profile.spec.role)) return parts;
+  return { ...parts, mintedToken: 'abcdef.0123456789abcdef' };
+}
+
+/**
+ * The cluster section of the assembled NodeBootstrap: the cluster's spec without the
+ * service's own fields (`workloadKubeconfig`, `bootstrapTokenTTL`), with the minted
+ * token, when there is one, as `bootstrapToken`.
+ */
+function assembledCluster(cluster: ClusterSpec, mintedToken: string | undefined): Doc {
+  const { workloadKubeconfig: _where, bootstrapTokenTTL: _ttl, ...spec } = structuredClone(cluster);
+  return mintedToken === undefined ? spec : { ...spec, bootstrapToken: mintedToken };
 }
 
 /**
@@ -102,7 +138,8 @@ function withNodeLabels(args: unknown, labels: Record<string, string>): unknown 
  *
  * - `metadata.name`: the machine's `nodeName`, else its name;
  * - `spec.role`, `kubernetesVersion`, `kubeadm`, `provisioning`, `output`: the profile's;
- * - `spec.cluster`: the cluster's spec;
+ * - `spec.cluster`: the cluster's spec, less the service's own fields, with the
+ *   machine's minted token (`parts.mintedToken`) as `bootstrapToken` when it has one;
  * - machine values merged into the kubeadm overrides of the node's configuration
  *   (`initConfiguration` for init, `joinConfiguration` otherwise):
  *   `taints` → `nodeRegistration.taints` (when any), `nodeLabels` →
@@ -145,7 +182,7 @@ export function assembleNodeBootstrap(parts: AssemblyParts): Doc {
     spec: {
       role: p.role,
       kubernetesVersion: p.kubernetesVersion,
-      cluster: structuredClone(cluster.spec),
+      cluster: assembledCluster(cluster.spec, parts.mintedToken),
       ...(Object.keys(kubeadm).length > 0 ? { kubeadm } : {}),
       ...(p.provisioning ? { provisioning: structuredClone(p.provisioning) } : {}),
       ...(p.output ? { output: structuredClone(p.output) } : {}),

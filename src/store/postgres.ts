@@ -48,6 +48,8 @@ import {
   toFleet,
   toResource,
   toStatusRecord,
+  toMintedToken,
+  type MintedTokenRow,
 } from './rows.js';
 import { applyEvent, type FleetCounts, type StatusEvent, type StatusRecord } from './status.js';
 import { requirementsOf } from './selector.js';
@@ -69,6 +71,7 @@ import {
   type ListPage,
   MAX_LIST_LIMIT,
   type MachineIdentity,
+  type MintedToken,
   type ResourceInput,
   type SpecOf,
   type Store,
@@ -617,6 +620,48 @@ export class PostgresStore implements Store {
     ).rows;
     const discovered = (await this.pool.query<{ n: number }>("SELECT count(*)::integer AS n FROM discovered WHERE enrolled = ''")).rows[0]!.n;
     return toFleet(rows, discovered);
+  }
+
+  /** @inheritdoc */
+  async mintedToken(machine: string): Promise<MintedToken | undefined> {
+    const row = (await this.pool.query<MintedTokenRow>('SELECT * FROM minted_tokens WHERE machine = $1', [machine])).rows[0];
+    return row ? toMintedToken(row) : undefined;
+  }
+
+  /**
+   * @inheritdoc One statement: the insert, or (on a conflict) the row that won. A row
+   * committed by another replica after this statement's snapshot conflicts yet is not
+   * seen by it; then the statement is asked again, and sees it.
+   */
+  async claimMintedToken(token: MintedToken): Promise<MintedToken> {
+    const values = [token.machine, token.incarnation, token.cluster, token.token, token.expiresAt];
+    for (let attempt = 0; ; attempt++) {
+      const rows = (
+        await this.pool.query<MintedTokenRow>(
+          'WITH claimed AS (INSERT INTO minted_tokens (machine, incarnation, cluster, token, expires_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (machine) DO NOTHING RETURNING *) ' +
+            'SELECT * FROM claimed UNION ALL SELECT * FROM minted_tokens WHERE machine = $1 AND NOT EXISTS (SELECT 1 FROM claimed)',
+          values,
+        )
+      ).rows;
+      if (rows[0]) return toMintedToken(rows[0]);
+      if (attempt === 2) throw new Error(`the minted token of machine "${token.machine}" changed during each of three claims`);
+    }
+  }
+
+  /** @inheritdoc */
+  async extendMintedToken(machine: string, token: string, expiresAt: string): Promise<void> {
+    await this.pool.query('UPDATE minted_tokens SET expires_at = $1 WHERE machine = $2 AND token = $3', [expiresAt, machine, token]);
+  }
+
+  /** @inheritdoc */
+  async forgetMintedToken(machine: string, token: string): Promise<void> {
+    await this.pool.query('DELETE FROM minted_tokens WHERE machine = $1 AND token = $2', [machine, token]);
+  }
+
+  /** @inheritdoc */
+  async mintedTokens(options: { after?: string; limit?: number } = {}): Promise<MintedToken[]> {
+    const rows = (await this.pool.query<MintedTokenRow>('SELECT * FROM minted_tokens WHERE machine > $1 ORDER BY machine LIMIT $2', [options.after ?? '', checkLimit(options.limit)])).rows;
+    return rows.map(toMintedToken);
   }
 
   /**

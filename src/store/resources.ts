@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { BOOT_VARIABLE_NAME, BUILTIN_BOOT_VARIABLES } from '../boot/ipxe.js';
+import { durationMs } from '../kube/duration.js';
 import { networkSchema } from '../request/network.js';
 import { clusterSchema, kubeadmSchema, kubernetesVersion, outputSchema, provisioningSchema, ROLES } from '../request/schema.js';
 
@@ -24,8 +25,63 @@ const labels = z.record(
   z.string().regex(/^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/, 'must be a Kubernetes label value'),
 );
 
-/** A cluster: the `cluster` section of a NodeBootstrap, secrets included. */
-export const clusterSpecSchema = clusterSchema;
+/** The longest and shortest `bootstrapTokenTTL` (a token must outlive a boot; kubeadm's own default is 24h). */
+export const BOOTSTRAP_TOKEN_TTL_BOUNDS_MS = { min: 60_000, max: 24 * 3_600_000 } as const;
+/** The `bootstrapTokenTTL` of a cluster that names none (Cluster API's `--bootstrap-token-ttl` default). */
+export const DEFAULT_BOOTSTRAP_TOKEN_TTL_MS = 15 * 60_000;
+
+/**
+ * Where bootwright reaches the workload cluster's API server to mint per-machine
+ * bootstrap tokens (src/boot/tokens.ts): a kubeconfig `file` (a base name in
+ * `BOOTWRIGHT_WORKLOAD_KUBECONFIG_DIR`), or a `secretRef` to a Secret in the management
+ * cluster (`BOOTWRIGHT_MANAGEMENT_KUBECONFIG`, else the pod's service account), key
+ * `value` by default, as Cluster API's `<cluster>-kubeconfig` Secret holds it.
+ */
+export const workloadKubeconfigSchema = z.union([
+  z.strictObject({
+    file: z
+      .string()
+      .regex(/^[A-Za-z0-9_][A-Za-z0-9._-]{0,254}$/, 'must be a file name (no "/") in BOOTWRIGHT_WORKLOAD_KUBECONFIG_DIR')
+      .describe('a kubeconfig file name in BOOTWRIGHT_WORKLOAD_KUBECONFIG_DIR'),
+  }),
+  z.strictObject({
+    secretRef: z.strictObject({
+      namespace: resourceName.describe('the Secret\'s namespace in the management cluster'),
+      name: z
+        .string()
+        .regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a Kubernetes object name (DNS-1123 subdomain)')
+        .describe('the Secret\'s name, e.g. <cluster>-kubeconfig'),
+      key: z
+        .string()
+        .regex(/^[-._a-zA-Z0-9]{1,253}$/, 'must be a Secret data key')
+        .default('value')
+        .describe('the data key holding the kubeconfig'),
+    }),
+  }),
+]);
+
+/**
+ * A cluster: the `cluster` section of a NodeBootstrap, secrets included, and how its
+ * join tokens are made: the static `bootstrapToken`, or, with `workloadKubeconfig`, a
+ * token minted per machine at fetch time and valid for `bootstrapTokenTTL` (a Go
+ * duration, default 15m), refreshed until the node joins. The two fields are the
+ * service's, never part of the assembled NodeBootstrap.
+ */
+export const clusterSpecSchema = clusterSchema.extend({
+  workloadKubeconfig: workloadKubeconfigSchema.optional(),
+  bootstrapTokenTTL: z
+    .string()
+    .refine((t) => {
+      const ms = durationMs(t);
+      return ms !== undefined && ms >= BOOTSTRAP_TOKEN_TTL_BOUNDS_MS.min && ms <= BOOTSTRAP_TOKEN_TTL_BOUNDS_MS.max;
+    }, 'must be a duration from 1m to 24h (e.g. 15m, 1h30m)')
+    .optional()
+    .describe('how long a minted token is valid (refreshed until the node joins); default 15m'),
+});
+
+/** A minting cluster's token lifetime, milliseconds. */
+export const bootstrapTokenTtlMs = (spec: Pick<ClusterSpec, 'bootstrapTokenTTL'>): number =>
+  spec.bootstrapTokenTTL === undefined ? DEFAULT_BOOTSTRAP_TOKEN_TTL_MS : durationMs(spec.bootstrapTokenTTL)!;
 
 /** What iPXE boots: kernel, initrds and kernel arguments (URLs or paths the firmware can fetch). */
 export const bootSchema = z.strictObject({

@@ -8,7 +8,7 @@ import type { SelectorEntry } from './identity.js';
 import type { MachineSpec } from './resources.js';
 import type { LabelRequirement } from './selector.js';
 import { emptyPhases, type FleetCounts, type Phase, type StatusRecord } from './status.js';
-import { type AuditEntry, type AuditInput, type DiscoveredMachine, MAX_USER_AGENT_CHARS } from './store.js';
+import { type AuditEntry, type AuditInput, type DiscoveredMachine, MAX_USER_AGENT_CHARS, type MintedToken } from './store.js';
 
 /** A `resource_revisions` row. */
 export interface RevisionRow {
@@ -234,6 +234,18 @@ export interface StatusRow {
 
 /** The record of a status row. */
 export const toStatusRecord = (row: StatusRow): StatusRecord => JSON.parse(row.record) as StatusRecord;
+
+/** A minted-token row of both stores. */
+export interface MintedTokenRow {
+  machine: string;
+  incarnation: string;
+  cluster: string;
+  token: string;
+  expires_at: string;
+}
+
+/** The minted token of a row. */
+export const toMintedToken = (row: MintedTokenRow): MintedToken => ({ machine: row.machine, incarnation: row.incarnation, cluster: row.cluster, token: row.token, expiresAt: row.expires_at });
 
 /** Fleet counts from per-phase rows (`stalled` 1 for Provisioning machines past the cut-off) and the totals. */
 export function toFleet(rows: readonly { phase: string | null; stalled: number | boolean; n: number | string }[], discovered: number): FleetCounts {

@@ -37,6 +37,8 @@ import {
   toFleet,
   toResource,
   toStatusRecord,
+  toMintedToken,
+  type MintedTokenRow,
 } from './rows.js';
 import { applyEvent, type FleetCounts, type StatusEvent, type StatusRecord } from './status.js';
 import { requirementsOf } from './selector.js';
@@ -58,6 +60,7 @@ import {
   MAX_LIST_LIMIT,
   type ListPage,
   type MachineIdentity,
+  type MintedToken,
   type ResourceInput,
   type SpecOf,
   type Store,
@@ -244,6 +247,11 @@ export class SqliteStore implements Store {
       deleteDiscovered: db.prepare<[number]>('DELETE FROM discovered WHERE id = ?'),
       enrol: db.prepare<[string, number]>('UPDATE discovered SET enrolled = ? WHERE id = ?'),
       ping: db.prepare('SELECT 1'),
+      mintedToken: db.prepare<[string], MintedTokenRow>('SELECT * FROM minted_tokens WHERE machine = ?'),
+      claimMintedToken: db.prepare('INSERT INTO minted_tokens (machine, incarnation, cluster, token, expires_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (machine) DO NOTHING'),
+      extendMintedToken: db.prepare('UPDATE minted_tokens SET expires_at = ? WHERE machine = ? AND token = ?'),
+      forgetMintedToken: db.prepare('DELETE FROM minted_tokens WHERE machine = ? AND token = ?'),
+      mintedTokens: db.prepare<[string, number], MintedTokenRow>('SELECT * FROM minted_tokens WHERE machine > ? ORDER BY machine LIMIT ?'),
     };
     const s = this.statements;
     const applyStatus = (machine: string, event: StatusEvent): ReturnType<typeof applyEvent> => {
@@ -569,6 +577,45 @@ export class SqliteStore implements Store {
   /** @inheritdoc */
   fleet(stalledBefore: string): Promise<FleetCounts> {
     return settle(() => toFleet(this.statements.fleet.all(stalledBefore), this.statements.unenrolledCount.get()!.n));
+  }
+
+  /** @inheritdoc */
+  mintedToken(machine: string): Promise<MintedToken | undefined> {
+    return settle(() => {
+      const row = this.statements.mintedToken.get(machine);
+      return row ? toMintedToken(row) : undefined;
+    });
+  }
+
+  /** @inheritdoc */
+  claimMintedToken(token: MintedToken): Promise<MintedToken> {
+    return settle(() =>
+      this.db
+        .transaction(() => {
+          this.statements.claimMintedToken.run(token.machine, token.incarnation, token.cluster, token.token, token.expiresAt);
+          return toMintedToken(this.statements.mintedToken.get(token.machine)!);
+        })
+        .immediate(),
+    );
+  }
+
+  /** @inheritdoc */
+  extendMintedToken(machine: string, token: string, expiresAt: string): Promise<void> {
+    return settle(() => {
+      this.statements.extendMintedToken.run(expiresAt, machine, token);
+    });
+  }
+
+  /** @inheritdoc */
+  forgetMintedToken(machine: string, token: string): Promise<void> {
+    return settle(() => {
+      this.statements.forgetMintedToken.run(machine, token);
+    });
+  }
+
+  /** @inheritdoc */
+  mintedTokens(options: { after?: string; limit?: number } = {}): Promise<MintedToken[]> {
+    return settle(() => this.statements.mintedTokens.all(options.after ?? '', checkLimit(options.limit)).map(toMintedToken));
   }
 
   /** @inheritdoc */

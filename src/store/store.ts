@@ -178,6 +178,23 @@ export interface DiscoveredListOptions {
 }
 
 /**
+ * A bootstrap token minted for one incarnation of a machine in its cluster's workload
+ * cluster (src/boot/tokens.ts). At most one per machine name. It outlives the machine's
+ * delete, so the token's Secret in the workload cluster is deleted by the sweep.
+ */
+export interface MintedToken {
+  machine: string;
+  /** The machine incarnation it was minted for (src/boot/sign.ts `machineIncarnation`). */
+  incarnation: string;
+  /** The cluster whose workload cluster holds its Secret. */
+  cluster: string;
+  /** `<id>.<secret>` in kubeadm's format: a secret, never logged. */
+  token: string;
+  /** RFC 3339 (UTC): the expiration its Secret was last written with. */
+  expiresAt: string;
+}
+
+/**
  * The store. Every write is one transaction; reads see committed writes only.
  *
  * Revisions: a resource's first create is revision 1 and every replace adds one. History
@@ -336,6 +353,26 @@ export interface Store {
 
   /** The status records of the named machines that have one (at most {@link MAX_LIST_LIMIT} names). */
   statuses(machines: readonly string[]): Promise<Map<string, StatusRecord>>;
+
+  /** The token minted for a machine name, if one is stored. */
+  mintedToken(machine: string): Promise<MintedToken | undefined>;
+
+  /**
+   * Store a minted token unless the machine already has one: the winner of concurrent
+   * claims (across replicas) is the one every fetch then serves.
+   *
+   * @returns the stored token: `token` itself, or the one stored before it
+   */
+  claimMintedToken(token: MintedToken): Promise<MintedToken>;
+
+  /** Record a new expiration of the machine's token, if it is still `token`. */
+  extendMintedToken(machine: string, token: string, expiresAt: string): Promise<void>;
+
+  /** Forget the machine's token, if it is still `token`. */
+  forgetMintedToken(machine: string, token: string): Promise<void>;
+
+  /** A page of the minted tokens, by machine name, after `after` (exclusive), at most `limit` (default 100). */
+  mintedTokens(options?: { after?: string; limit?: number }): Promise<MintedToken[]>;
 
   /**
    * Fleet counts: existing machines, by phase (a machine without a record is

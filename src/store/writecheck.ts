@@ -11,6 +11,8 @@
  *   builds it (ipxe.ts `machineScript`): kernel arguments without white space or `#`, no
  *   `initrd=` or bootwright's own keys, kernel and initrd URLs iPXE can fetch, the
  *   kernel command line within Linux's limit.
+ * - **Cluster workload access**: a `workloadKubeconfig` the service can reach with its
+ *   settings (src/kube/workload.ts `problems`).
  * - **The combination** ({@link renderCheck}): the machine, its cluster and its profile
  *   are assembled and rendered exactly as the boot routes render them (the profile's
  *   format; no platform limit, since the pointer config exists for that), and the boot
@@ -30,9 +32,10 @@ import { bootFormat } from '../boot/ipxe.js';
 import { type BootMachine, storedMachineScript } from '../boot/machine.js';
 import { bootstrapUrl, INCARNATION_HEX } from '../boot/sign.js';
 import { type FieldProblem, RequestError } from '../errors.js';
+import { WorkloadClusters } from '../kube/workload.js';
 import { renderNodeBootstrap } from '../render.js';
 import { RULES_VERSION } from '../rules.js';
-import { type AssemblyParts, machineNodeBootstrap, ruleLevels } from './assemble.js';
+import { type AssemblyParts, machineNodeBootstrap, ruleLevels, withStandInToken } from './assemble.js';
 import { MissingReferenceError, type MissingReference, NotFoundError } from './errors.js';
 import type { ClusterSpec, MachineSpec, ProfileSpec, ResourceKind, StoredResource } from './resources.js';
 import type { ResourceInput, SpecOf, Store } from './store.js';
@@ -55,6 +58,12 @@ export interface WriteCheckContext {
   /** The URL-signing key and lifetime, for the signed URL a boot script carries. */
   signingKey: Buffer;
   signedUrlSeconds: number;
+  /**
+   * The service's workload clusters, which say whether a cluster's `workloadKubeconfig`
+   * can be reached with the service's settings; absent, a service with none set (a
+   * cluster naming one is refused).
+   */
+  workloads?: Pick<WorkloadClusters, 'problems'>;
 }
 
 /**
@@ -169,7 +178,7 @@ export function renderCheck(parts: AssemblyParts, ctx: Pick<WriteCheckContext, '
   if (own.length > 0) return own;
   const problems: FieldProblem[] = [];
   try {
-    const req = machineNodeBootstrap(parts);
+    const req = machineNodeBootstrap(withStandInToken(parts));
     problems.push(...nodeValueProblems(req.spec.kubeadm));
     // A stored cluster or profile is excused what it was accepted under (src/rules.ts):
     // a write of another document is not refused for it; the document written is unsaved
@@ -241,6 +250,11 @@ export async function checkWrite<K extends ResourceKind>(kind: K, input: Resourc
     const problems = renderCheck({ machine: unsaved('Machine', input.name, spec), cluster, profile }, ctx).map((p) => ({ ...p, path: profilePath(p.path) }));
     if (problems.length > 0) throw new RequestError(problems);
     return;
+  }
+  if (kind === 'Cluster') {
+    // A token is minted at fetch time: the service must be able to reach where it is minted.
+    const problems = await (ctx.workloads ?? new WorkloadClusters({})).problems(input.spec as ClusterSpec);
+    if (problems.length > 0) throw new RequestError(problems);
   }
   if (kind === 'Profile') {
     const spec = input.spec as ProfileSpec;

@@ -455,6 +455,50 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
       }));
     });
 
+    describe('minted tokens', () => {
+      const minted = (machine: string, token: string, incarnation = 'a'.repeat(16)) => ({ machine, incarnation, cluster: 'prod', token, expiresAt: '2026-12-06T10:00:00Z' });
+
+      it('20 concurrent claims for one machine: one wins and every claim answers it', using(makeStore, async (store) => {
+        const claims = Array.from({ length: 20 }, (_, i) => minted('node-1', `tok${String(i).padStart(3, '0')}.0123456789abcdef`));
+        const answers = await Promise.all(claims.map((c) => store.claimMintedToken(c)));
+        const winners = new Set(answers.map((a) => a.token));
+        assert.equal(winners.size, 1);
+        assert.ok(claims.some((c) => c.token === answers[0]!.token));
+        assert.deepEqual(await store.mintedToken('node-1'), answers[0]);
+        assert.equal(await store.mintedToken('node-2'), undefined);
+      }));
+
+      it('extends and forgets only the token it names', using(makeStore, async (store) => {
+        await store.claimMintedToken(minted('node-1', 'aaaaaa.0123456789abcdef'));
+        await store.extendMintedToken('node-1', 'bbbbbb.0123456789abcdef', '2030-01-01T00:00:00Z');
+        assert.equal((await store.mintedToken('node-1'))!.expiresAt, '2026-12-06T10:00:00Z', 'another token is not extended');
+        await store.extendMintedToken('node-1', 'aaaaaa.0123456789abcdef', '2026-12-06T11:00:00Z');
+        assert.equal((await store.mintedToken('node-1'))!.expiresAt, '2026-12-06T11:00:00Z');
+        await store.forgetMintedToken('node-1', 'bbbbbb.0123456789abcdef');
+        assert.ok(await store.mintedToken('node-1'), 'another token is not forgotten');
+        await store.forgetMintedToken('node-1', 'aaaaaa.0123456789abcdef');
+        assert.equal(await store.mintedToken('node-1'), undefined);
+        const again = await store.claimMintedToken(minted('node-1', 'cccccc.0123456789abcdef', 'b'.repeat(16)));
+        assert.equal(again.token, 'cccccc.0123456789abcdef', 'a forgotten token makes room for a new claim');
+      }));
+
+      it('outlive the machine, survive a restart, and page by machine name', async () => {
+        let store = await withBase(makeStore);
+        try {
+          await store.create('Machine', { name: 'node-1', spec: machine() });
+          for (const name of ['node-3', 'node-1', 'node-2']) await store.claimMintedToken(minted(name, `${name.replace('-', '')}x.0123456789abcdef`));
+          await store.delete('Machine', 'node-1');
+          await store.close();
+          store = await reopen(store);
+          assert.deepEqual((await store.mintedTokens({ limit: 2 })).map((t) => t.machine), ['node-1', 'node-2']);
+          assert.deepEqual((await store.mintedTokens({ after: 'node-2' })).map((t) => t.machine), ['node-3']);
+          assert.equal((await store.mintedToken('node-1'))!.token, 'node1x.0123456789abcdef');
+        } finally {
+          await store.close();
+        }
+      });
+    });
+
     describe('fetch counting', () => {
       it('50 concurrent takeFetch calls with max 7: exactly 7 succeed', using(makeStore, async (store) => {
         const results = await Promise.all(Array.from({ length: 50 }, () => store.takeFetch('node-1', 7)));

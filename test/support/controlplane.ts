@@ -157,6 +157,8 @@ export async function startControlPlane(timeoutMs = 120_000): Promise<ControlPla
     '--allow-privileged=true',
     '--disable-admission-plugins=ServiceAccount',
     '--authorization-mode=RBAC',
+    // kubeadm's join authenticates with a bootstrap token (src/boot/tokens.ts, the controller's tokens).
+    '--enable-bootstrap-token-auth=true',
     '--service-account-issuer=https://kubernetes.default.svc',
     `--service-account-key-file=${path.join(dir, 'sa.pub')}`,
     `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,

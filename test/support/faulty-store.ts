@@ -9,7 +9,7 @@ import pg from 'pg';
 import type { Store } from '../../src/store/store.js';
 
 /** The store methods that write. */
-export const WRITE_METHODS = ['create', 'replace', 'delete', 'recordAudit', 'takeFetch', 'resetFetches', 'recordDiscovered'] as const satisfies readonly (keyof Store)[];
+export const WRITE_METHODS = ['create', 'replace', 'delete', 'recordAudit', 'takeFetch', 'resetFetches', 'recordDiscovered', 'claimMintedToken', 'extendMintedToken', 'forgetMintedToken'] as const satisfies readonly (keyof Store)[];
 
 /** A store with switchable faults. */
 export interface FaultyStore {

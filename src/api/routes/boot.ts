@@ -489,8 +489,9 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const verdict = verifySignature(ctx.signing.key(), name, IGNITION_PATH, exp, sig, Date.now() / 1000, client === undefined ? undefined : { client, from: request.ip }, inc);
       const refused = refuseVerdict(request, reply, IGNITION_PATH, verdict);
       if (refused) return refused;
-      const parts = await machineParts(ctx.store, name, undefined);
-      if (otherIncarnation(request, reply, IGNITION_PATH, parts.machine, inc)) return reply;
+      const stored = await machineParts(ctx.store, name, undefined);
+      if (otherIncarnation(request, reply, IGNITION_PATH, stored.machine, inc)) return reply;
+      const parts = await ctx.mintedTokens.withToken(stored);
       const query = { format: 'ignition' as const, ignitionVersion, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), parts.machine, exp), ...storedLevels(parts) };
       const known = await assembledRequest(ctx, parts, false, { accept: request.headers.accept, query });
       // Signed, so a real machine's Ignition: later pre-renders render the spec it asked for.
@@ -540,8 +541,9 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const refused = refuseVerdict(request, reply, route, verdict);
       if (refused) return refused;
       if (file === 'user-data') {
-        const parts = await machineParts(ctx.store, id, undefined);
-        if (otherIncarnation(request, reply, route, parts.machine, incarnation)) return reply;
+        const stored = await machineParts(ctx.store, id, undefined);
+        if (otherIncarnation(request, reply, route, stored.machine, incarnation)) return reply;
+        const parts = await ctx.mintedTokens.withToken(stored);
         const query = { format: 'cloud-config' as const, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), parts.machine, exp), ...storedLevels(parts) };
         const known = await assembledRequest(ctx, parts, false, { accept: request.headers.accept, query });
         await sendSigned(request, reply, entry, parts.machine, known, query, route, exp, sig);
@@ -592,7 +594,8 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
         throw e;
       });
       const body = request.body;
-      const known = [cluster?.spec.bootstrapToken, cluster?.spec.certificateKey].filter((v): v is string => typeof v === 'string');
+      const minted = await ctx.store.mintedToken(name);
+      const known = [cluster?.spec.bootstrapToken, cluster?.spec.certificateKey, minted?.token].filter((v): v is string => typeof v === 'string');
       const exitCode = body.exitCode === undefined || body.exitCode === '' ? undefined : Number(body.exitCode);
       const report = { outcome: body.outcome, ...(exitCode !== undefined ? { exitCode } : {}), output: scrubSecrets(body.output, known) };
       entry.details = { outcome: body.outcome };
@@ -601,6 +604,8 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
         return sendProblem(reply, 'too-many-requests', 429, `more than ${ctx.config.reportsPerFetch} reports since the latest config fetch (BOOTWRIGHT_REPORTS_PER_FETCH)`);
       }
       ctx.metrics.bootReports.inc({ outcome: body.outcome });
+      // A joined node needs its bootstrap token no more (kubelet has its own credentials).
+      if (body.outcome === 'success' && minted) void ctx.mintedTokens.joined(name);
       void reply.header('cache-control', 'no-store');
       return reply.code(204).send();
     },

@@ -51,8 +51,14 @@ export async function machineParts(store: Store, name: string, revision: number 
   return { machine, cluster, profile };
 }
 
-/** The key of an assembled request in the render cache: the three names and revisions, which never change content. */
-export const partsKey = ({ machine, cluster, profile }: AssemblyParts) => `${machine.name}@${machine.revision}\n${cluster.name}@${cluster.revision}\n${profile.name}@${profile.revision}`;
+/**
+ * The key of an assembled request in the render cache: the three names and revisions,
+ * which never change content, and a digest of the minted token when there is one (the
+ * token itself never is a key: keys reach no log, but need not hold a secret).
+ */
+export const partsKey = ({ machine, cluster, profile, mintedToken }: AssemblyParts) =>
+  `${machine.name}@${machine.revision}\n${cluster.name}@${cluster.revision}\n${profile.name}@${profile.revision}` +
+  (mintedToken === undefined ? '' : `\ntoken ${createHash('sha256').update(mintedToken).digest('hex').slice(0, 32)}`);
 
 /**
  * A stored machine's validated request, through the request cache: on a miss,
@@ -191,7 +197,8 @@ export const bootstrapRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, c
       if (pointer && request.query.revision !== undefined) {
         throw new RequestError([{ path: 'pointer', message: 'a pointer names the signed URL, which serves the current revisions only; leave out revision' }], 400);
       }
-      const parts = await machineParts(ctx.store, request.params.name, request.query.revision);
+      // What the firmware gets: a minting cluster's machine shows the token its fetch serves.
+      const parts = await ctx.mintedTokens.withToken(await machineParts(ctx.store, request.params.name, request.query.revision));
       const query = { ...request.query, ...storedLevels(parts) };
       const known = await assembledRequest(ctx, parts, false, pointer ? undefined : { accept: request.headers.accept, query });
       if (pointer) await sendPointer(ctx, request, reply, parts.machine, known, query);

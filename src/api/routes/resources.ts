@@ -141,8 +141,15 @@ function readWrite<K extends ResourceKind>(kind: K, body: unknown, current: Stor
 }
 
 /** What the write-time checks (src/store/writecheck.ts) need, for one request. */
-function writeCheckContext(ctx: ServiceContext, request: FastifyRequest): WriteCheckContext {
-  return { store: ctx.store, maxMachines: ctx.config.writeCheckMaxMachines, baseUrl: ctx.signing.baseUrl(request), signingKey: ctx.signing.key(), signedUrlSeconds: ctx.signing.lifetimeSeconds };
+export function writeCheckContext(ctx: ServiceContext, request: FastifyRequest): WriteCheckContext {
+  return {
+    store: ctx.store,
+    maxMachines: ctx.config.writeCheckMaxMachines,
+    baseUrl: ctx.signing.baseUrl(request),
+    signingKey: ctx.signing.key(),
+    signedUrlSeconds: ctx.signing.lifetimeSeconds,
+    workloads: ctx.workloads,
+  };
 }
 
 /**

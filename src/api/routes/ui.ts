@@ -33,6 +33,7 @@ import { type MachineSpec, RESOURCE_API_VERSION, resourceName, type StoredResour
 import { machineStatus, PHASES } from '../../store/status.js';
 import { parseLabelSelector } from '../../store/selector.js';
 import { checkWrite } from '../../store/writecheck.js';
+import { writeCheckContext } from './resources.js';
 import { fleetBody, type Filters, loginBody, machineBody, type MachineRow, messageBody, page } from '../../ui/pages.js';
 import { enrolmentSelectors } from '../../boot/match.js';
 import { hasScope } from '../auth.js';
@@ -294,7 +295,7 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
       const input = { name: parsed.data.metadata.name, spec: jsonSafeSpec('Machine', parsed.data.spec) };
       let created: StoredResource<MachineSpec>;
       try {
-        await checkWrite('Machine', input, { store: ctx.store, maxMachines: ctx.config.writeCheckMaxMachines, baseUrl: ctx.signing.baseUrl(request), signingKey: ctx.signing.key(), signedUrlSeconds: ctx.signing.lifetimeSeconds });
+        await checkWrite('Machine', input, writeCheckContext(ctx, request));
         created = await ctx.store.create('Machine', input);
       } catch (e) {
         if (e instanceof RequestError) return problem(422, 'The machine could not boot as written.', e.problems);
