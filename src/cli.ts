@@ -41,6 +41,7 @@ import { printRefusal, ServerRefusal, ServerUnavailable } from './cli/inventory/
 import { printable } from './cli/inventory/kinds.js';
 import { DELETE, runDelete } from './cli/inventory/delete.js';
 import { DESCRIBE, runDescribe } from './cli/inventory/describe.js';
+import { DIFF, runDiff } from './cli/inventory/diff.js';
 import { ENROLL, runEnroll } from './cli/inventory/enroll.js';
 import { RESET_FETCHES, runResetFetches } from './cli/inventory/reset-fetches.js';
 import { GET, runGet } from './cli/inventory/get.js';
@@ -70,7 +71,7 @@ const HELP: Command = {
 };
 
 /** Every command, in the order help lists them. */
-const COMMANDS: readonly Command[] = [RENDER, VALIDATE, SERVE, CONTROLLER, GET, APPLY, DELETE, RESET_FETCHES, DESCRIBE, ENROLL, STATUS, UPGRADE, VERSION, HELP];
+const COMMANDS: readonly Command[] = [RENDER, VALIDATE, SERVE, CONTROLLER, GET, APPLY, DIFF, DELETE, RESET_FETCHES, DESCRIBE, ENROLL, STATUS, UPGRADE, VERSION, HELP];
 
 /** A suggestion for a mistyped command: one whose name shares its first two letters. */
 function didYouMean(name: string): string {
@@ -126,8 +127,10 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
         return await runGet(parsed, out);
       case 'apply':
         return await runApply(parsed, out, err, readStdin);
+      case 'diff':
+        return await runDiff(parsed, out, err, readStdin);
       case 'delete':
-        return await runDelete(parsed, out);
+        return await runDelete(parsed, out, err, readStdin);
       case 'reset-fetches':
         return await runResetFetches(parsed, out);
       case 'describe':

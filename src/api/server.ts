@@ -240,7 +240,7 @@ function handleError(this: { config: Config; metrics: Metrics }, error: FastifyE
       'invalid-request',
       422,
       'the machine names a cluster or profile that does not exist',
-      error.missing.map((m) => ({ path: m.path, message: `${m.kind.toLowerCase()} "${m.name}" does not exist` })),
+      [...error.missing.map((m) => ({ path: m.path, message: `${m.kind.toLowerCase()} "${m.name}" does not exist` })), ...error.others],
     );
   }
   if (error instanceof InvalidArgumentError) return sendProblem(reply, 'malformed-request', 400, `${error.field} is not valid`, [{ path: error.field, message: error.reason }]);

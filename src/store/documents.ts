@@ -37,8 +37,28 @@ const checkedMachineSpec = machineSpecSchema.superRefine((spec, ctx) => {
   }
 });
 
+/** A field the service sets: a write may carry it (a document read back, written again) and it is ignored. */
+const setByService = (what: string) => z.unknown().optional().describe(`${what}: set by the service, ignored on write`);
+
+/**
+ * The metadata a write takes: name and labels, plus what a read answers (`revision`,
+ * `createdAt`, `updatedAt`), ignored, so `get -o yaml` output can be applied again as
+ * the Kubernetes API ignores `creationTimestamp` on an update. A write's precondition is
+ * `If-Match`, never the body's `revision`.
+ */
+const writeMetadata = writeMetadataSchema.extend({ revision: setByService('the revision'), createdAt: setByService('when it was created'), updatedAt: setByService('when this revision was written') });
+
 const writeDocument = <K extends ResourceKind, S extends z.ZodType>(kind: K, spec: S, description: string) =>
-  z.strictObject({ apiVersion: z.literal(RESOURCE_API_VERSION), kind: z.literal(kind), metadata: writeMetadataSchema, spec }).meta({ id: kind, description });
+  z
+    .strictObject({
+      apiVersion: z.literal(RESOURCE_API_VERSION),
+      kind: z.literal(kind),
+      metadata: writeMetadata,
+      spec,
+      // As the Kubernetes API ignores status on an update of the main resource.
+      status: setByService('the live status'),
+    })
+    .meta({ id: kind, description });
 
 /** The documents a create or replace takes, by kind (named OpenAPI components `ClusterInput`, …). */
 export const WRITE_DOCUMENTS = {

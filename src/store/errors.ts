@@ -77,9 +77,16 @@ export interface MissingReference {
   name: string;
 }
 
-/** A machine names a cluster or profile that does not exist. HTTP 422, `errors[]` naming each field. */
+/**
+ * A machine names a cluster or profile that does not exist. HTTP 422, `errors[]` naming
+ * each field, then `others`: the problems of the machine's own fields found meanwhile
+ * (node labels, taints), so one answer names everything the write must fix.
+ */
 export class MissingReferenceError extends StoreError {
-  constructor(readonly missing: MissingReference[]) {
+  constructor(
+    readonly missing: MissingReference[],
+    readonly others: readonly { path: string; message: string }[] = [],
+  ) {
     super(missing.map((m) => `${m.path}: ${m.kind.toLowerCase()} "${m.name}" does not exist`).join('; '));
     this.name = 'MissingReferenceError';
   }

@@ -24,6 +24,7 @@ import pg from 'pg';
 import Postgrator from 'postgrator';
 import { RULES_VERSION } from '../rules.js';
 import { migrateStore, type SchemaState } from './compat.js';
+import { commitUnlessDryRun, dryRunAnswer } from './dry-run.js';
 import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
 import { storageFault } from './faults.js';
 import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
@@ -75,6 +76,7 @@ import {
   type ResourceInput,
   type SpecOf,
   type Store,
+  type CreateOptions,
   type WriteOptions,
 } from './store.js';
 
@@ -245,6 +247,14 @@ export class PostgresStore implements Store {
     }
   }
 
+  /**
+   * A resource write's transaction: committed, or rolled back after `fn` when
+   * `options.dryRun` (src/store/dry-run.ts), answering what it would have stored.
+   */
+  private writeTransaction<T>(options: CreateOptions, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return dryRunAnswer(this.transaction(async (client) => commitUnlessDryRun(options, await fn(client))));
+  }
+
   /** Serialise writes of one resource across every connection and replica (until commit). */
   private static async lockResource(client: pg.PoolClient, kind: ResourceKind, name: string): Promise<void> {
     await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${kind}/${name}`]);
@@ -348,14 +358,14 @@ export class PostgresStore implements Store {
   }
 
   /** @inheritdoc */
-  async create<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>): Promise<StoredResource<SpecOf<K>>> {
+  async create<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>, options: CreateOptions = {}): Promise<StoredResource<SpecOf<K>>> {
     const selectors = kind === 'Machine' ? selectorEntries(input.spec as MachineSpec) : undefined;
-    return this.transaction(async (client) => {
+    return this.writeTransaction(options, async (client) => {
       await PostgresStore.lockResource(client, kind, input.name);
       if (await PostgresStore.current(client, kind, input.name)) throw new AlreadyExistsError(kind, input.name);
       const last = (await client.query<{ revision: number | null }>('SELECT max(revision) AS revision FROM resource_revisions WHERE kind = $1 AND name = $2', [kind, input.name])).rows[0]?.revision ?? 0;
       await this.write(client, kind, input, last + 1, undefined, selectors);
-      return PostgresStore.getOrThrow(client, kind, input.name);
+      return PostgresStore.getOrThrow<K>(client, kind, input.name);
     });
   }
 
@@ -391,7 +401,7 @@ export class PostgresStore implements Store {
   /** @inheritdoc */
   async replace<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>, options: WriteOptions = {}): Promise<StoredResource<SpecOf<K>>> {
     const selectors = kind === 'Machine' ? selectorEntries(input.spec as MachineSpec) : undefined;
-    return this.transaction(async (client) => {
+    return this.writeTransaction(options, async (client) => {
       await PostgresStore.lockResource(client, kind, input.name);
       const current = await PostgresStore.current(client, kind, input.name, 'FOR UPDATE');
       if (!current) throw new NotFoundError(kind, input.name);
@@ -403,7 +413,7 @@ export class PostgresStore implements Store {
 
   /** @inheritdoc */
   async delete(kind: ResourceKind, name: string, options: WriteOptions = {}): Promise<void> {
-    await this.transaction(async (client) => {
+    await this.writeTransaction(options, async (client) => {
       await PostgresStore.lockResource(client, kind, name);
       const current = await PostgresStore.current(client, kind, name, 'FOR UPDATE');
       if (!current) throw new NotFoundError(kind, name);

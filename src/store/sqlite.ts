@@ -14,6 +14,7 @@ import Database from 'better-sqlite3';
 import Postgrator from 'postgrator';
 import { RULES_VERSION } from '../rules.js';
 import { migrateStore, type SchemaState } from './compat.js';
+import { commitUnlessDryRun, dryRunAnswer } from './dry-run.js';
 import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
 import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
 import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
@@ -64,6 +65,7 @@ import {
   type ResourceInput,
   type SpecOf,
   type Store,
+  type CreateOptions,
   type WriteOptions,
 } from './store.js';
 
@@ -361,18 +363,20 @@ export class SqliteStore implements Store {
   }
 
   /** @inheritdoc */
-  create<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>): Promise<StoredResource<SpecOf<K>>> {
-    return settle(() => {
-      const selectors = kind === 'Machine' ? selectorEntries(input.spec as MachineSpec) : undefined;
-      return this.db
-        .transaction(() => {
-          if (this.statements.current.get(kind, input.name)) throw new AlreadyExistsError(kind, input.name);
-          const last = this.statements.lastRevision.get(kind, input.name)?.revision ?? 0;
-          this.write(kind, input, last + 1, undefined, selectors);
-          return this.getOrThrow(kind, input.name);
-        })
-        .immediate();
-    });
+  create<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>, options: CreateOptions = {}): Promise<StoredResource<SpecOf<K>>> {
+    return dryRunAnswer(
+      settle(() => {
+        const selectors = kind === 'Machine' ? selectorEntries(input.spec as MachineSpec) : undefined;
+        return this.db
+          .transaction(() => {
+            if (this.statements.current.get(kind, input.name)) throw new AlreadyExistsError(kind, input.name);
+            const last = this.statements.lastRevision.get(kind, input.name)?.revision ?? 0;
+            this.write(kind, input, last + 1, undefined, selectors);
+            return commitUnlessDryRun(options, this.getOrThrow(kind, input.name));
+          })
+          .immediate();
+      }),
+    );
   }
 
   /** @inheritdoc */
@@ -409,43 +413,48 @@ export class SqliteStore implements Store {
 
   /** @inheritdoc */
   replace<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>, options: WriteOptions = {}): Promise<StoredResource<SpecOf<K>>> {
-    return settle(() => {
-      const selectors = kind === 'Machine' ? selectorEntries(input.spec as MachineSpec) : undefined;
-      return this.db
-        .transaction(() => {
-          const current = this.statements.current.get(kind, input.name);
-          if (!current) throw new NotFoundError(kind, input.name);
-          if (options.ifMatch !== undefined && options.ifMatch !== current.revision) throw new PreconditionFailedError(kind, input.name, options.ifMatch, current.revision);
-          this.write(kind, input, current.revision + 1, current.created_at, selectors);
-          return this.getOrThrow(kind, input.name);
-        })
-        .immediate();
-    });
+    return dryRunAnswer(
+      settle(() => {
+        const selectors = kind === 'Machine' ? selectorEntries(input.spec as MachineSpec) : undefined;
+        return this.db
+          .transaction(() => {
+            const current = this.statements.current.get(kind, input.name);
+            if (!current) throw new NotFoundError(kind, input.name);
+            if (options.ifMatch !== undefined && options.ifMatch !== current.revision) throw new PreconditionFailedError(kind, input.name, options.ifMatch, current.revision);
+            this.write(kind, input, current.revision + 1, current.created_at, selectors);
+            return commitUnlessDryRun(options, this.getOrThrow(kind, input.name));
+          })
+          .immediate();
+      }),
+    );
   }
 
   /** @inheritdoc */
   delete(kind: ResourceKind, name: string, options: WriteOptions = {}): Promise<void> {
     const s = this.statements;
-    return settle(() => {
-      this.db
-        .transaction(() => {
-          const current = s.current.get(kind, name);
-          if (!current) throw new NotFoundError(kind, name);
-          if (options.ifMatch !== undefined && options.ifMatch !== current.revision) throw new PreconditionFailedError(kind, name, options.ifMatch, current.revision);
-          if (kind === 'Cluster' || kind === 'Profile') {
-            const users = this.machinesNaming(kind, name);
-            if (users.length > 0) throw new ReferencedError(kind, name, users);
-          }
-          s.deleteCurrent.run(kind, name);
-          s.deleteLabels.run(kind, name);
-          if (kind === 'Machine') {
-            s.deleteSelectors.run(name);
-            s.resetFetches.run(name);
-            s.deleteStatus.run(name);
-          }
-        })
-        .immediate();
-    });
+    return dryRunAnswer(
+      settle(() => {
+        this.db
+          .transaction(() => {
+            const current = s.current.get(kind, name);
+            if (!current) throw new NotFoundError(kind, name);
+            if (options.ifMatch !== undefined && options.ifMatch !== current.revision) throw new PreconditionFailedError(kind, name, options.ifMatch, current.revision);
+            if (kind === 'Cluster' || kind === 'Profile') {
+              const users = this.machinesNaming(kind, name);
+              if (users.length > 0) throw new ReferencedError(kind, name, users);
+            }
+            s.deleteCurrent.run(kind, name);
+            s.deleteLabels.run(kind, name);
+            if (kind === 'Machine') {
+              s.deleteSelectors.run(name);
+              s.resetFetches.run(name);
+              s.deleteStatus.run(name);
+            }
+            commitUnlessDryRun(options, undefined);
+          })
+          .immediate();
+      }),
+    );
   }
 
   /** @inheritdoc */

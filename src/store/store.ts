@@ -27,8 +27,18 @@ export interface ResourceInput<S> {
   spec: S;
 }
 
-/** Optimistic concurrency for writes. */
-export interface WriteOptions {
+/** How a create is done. */
+export interface CreateOptions {
+  /**
+   * Run the write in its transaction, with every check it makes (existence, references,
+   * selectors, revision numbering), then roll it back: the answer is what the write would
+   * have stored and nothing is kept, as the Kubernetes API's `dryRun=All`.
+   */
+  dryRun?: boolean;
+}
+
+/** Optimistic concurrency for writes, and dry runs. */
+export interface WriteOptions extends CreateOptions {
   /** The revision the caller last read; another current revision fails with PreconditionFailedError. */
   ifMatch?: number;
 }
@@ -218,7 +228,7 @@ export interface Store {
    *   machine has one of its MAC addresses (any spelling), its UUID or its serial
    *   (checked atomically with the write).
    */
-  create<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>): Promise<StoredResource<SpecOf<K>>>;
+  create<K extends ResourceKind>(kind: K, input: ResourceInput<SpecOf<K>>, options?: CreateOptions): Promise<StoredResource<SpecOf<K>>>;
 
   /** The current revision. @throws NotFoundError */
   get<K extends ResourceKind>(kind: K, name: string): Promise<StoredResource<SpecOf<K>>>;

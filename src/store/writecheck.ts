@@ -246,7 +246,7 @@ export async function checkWrite<K extends ResourceKind>(kind: K, input: Resourc
     const missing: MissingReference[] = [];
     if (!cluster) missing.push({ path: 'spec.cluster', kind: 'Cluster', name: spec.cluster });
     if (!profile) missing.push({ path: 'spec.profile', kind: 'Profile', name: spec.profile });
-    if (!cluster || !profile) throw new MissingReferenceError(missing);
+    if (!cluster || !profile) throw new MissingReferenceError(missing, machineFieldProblems(spec));
     const problems = renderCheck({ machine: unsaved('Machine', input.name, spec), cluster, profile }, ctx).map((p) => ({ ...p, path: profilePath(p.path) }));
     if (problems.length > 0) throw new RequestError(problems);
     return;

@@ -320,6 +320,51 @@ describe('revisions', () => {
   });
 });
 
+describe('round trips and dry runs', () => {
+  it('a whole read document (revision, timestamps, status) PUT back changes nothing; a machine too, status and all', async () => {
+    await send('post', '/v1/clusters', clusterDoc('whole'));
+    const read = (await get('/v1/clusters/whole')).body;
+    const put = await send('put', '/v1/clusters/whole', { ...read, metadata: { ...read.metadata, revision: 99, createdAt: 'yesterday' } }, { 'if-match': '"1"' });
+    assert.equal(put.status, 200, put.text);
+    assert.equal(put.body.metadata.revision, 1, 'the body revision is ignored; nothing changed');
+    assert.equal(put.body.metadata.createdAt, read.metadata.createdAt);
+    await send('post', '/v1/profiles', doc('Profile', 'worker', workerProfile()));
+    await send('post', '/v1/machines', machineDoc('whole-m', { cluster: 'whole' }));
+    const m = (await get('/v1/machines/whole-m')).body;
+    assert.equal(m.status.phase, 'Registered');
+    const again = await send('post', '/v1/machines', { ...m, metadata: { ...m.metadata, name: 'whole-m2' }, spec: { ...m.spec, selectors: { mac: [macOf('whole-m2')] } } });
+    assert.equal(again.status, 201, again.text);
+    assert.equal(again.body.metadata.revision, 1);
+    // Other metadata is still refused by name.
+    assertProblem(await send('put', '/v1/clusters/whole', { ...read, metadata: { ...read.metadata, annotations: {} } }), 422, [{ path: 'metadata.annotations', message: /unknown field/ }]);
+    for (const name of ['whole-m', 'whole-m2']) assert.equal((await del(`/v1/machines/${name}`)).status, 204);
+  });
+
+  it('?dryRun=All answers what POST, PUT and DELETE would do, with their statuses and checks, and keeps nothing', async () => {
+    const created = await send('post', '/v1/clusters?dryRun=All', clusterDoc('dry'));
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.body.metadata.revision, 1);
+    assert.equal(created.body.spec.bootstrapToken, '<redacted>');
+    assert.equal((await get('/v1/clusters/dry')).status, 404);
+    await send('post', '/v1/clusters', clusterDoc('dry'));
+    assertProblem(await send('post', '/v1/clusters?dryRun=All', clusterDoc('dry')), 409);
+    const replaced = await send('put', '/v1/clusters/dry?dryRun=All', clusterDoc('dry', { controlPlaneEndpoint: 'api.other.example.com:6443' }), { 'if-match': '"1"' });
+    assert.equal(replaced.status, 200, replaced.text);
+    assert.equal(replaced.body.metadata.revision, 2);
+    assert.equal(replaced.body.spec.controlPlaneEndpoint, 'api.other.example.com:6443');
+    assertProblem(await send('put', '/v1/clusters/dry?dryRun=All', clusterDoc('dry'), { 'if-match': '"5"' }), 412);
+    assertProblem(await send('put', '/v1/clusters/dry?dryRun=All', clusterDoc('dry', { controlPlaneEndpoint: 'not an endpoint!' })), 422, [{ path: 'spec.controlPlaneEndpoint' }]);
+    assert.equal((await del('/v1/clusters/dry?dryRun=All')).status, 204);
+    const kept = await get('/v1/clusters/dry');
+    assert.equal(kept.status, 200);
+    assert.equal(kept.body.metadata.revision, 1);
+    assert.equal(kept.body.spec.controlPlaneEndpoint, CLUSTER.controlPlaneEndpoint);
+    assertProblem(await send('post', '/v1/clusters?dryRun=true', clusterDoc('dry2')), 400, [{ path: 'querystring.dryRun' }]);
+    assert.equal((await get('/v1/clusters/dry2')).status, 404);
+    assert.equal((await del('/v1/clusters/dry')).status, 204);
+  });
+});
+
 describe('write-only secrets', () => {
   it('a read document PUT back keeps every stored secret', async () => {
     await send('post', '/v1/clusters', clusterDoc('rt'));

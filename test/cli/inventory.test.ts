@@ -75,6 +75,16 @@ describe('bootwright apply', () => {
       first.stdout,
       ['cluster/prod created', 'profile/flatcar-worker created', 'profile/ubuntu-worker created', 'machine/rack1-n1 created', 'machine/rack1-n2 created', ''].join('\n'),
     );
+    // The examples boot from this service's /assets/, and it has no assets directory: stored, with a warning each.
+    assert.equal(
+      first.stderr,
+      ['flatcar/flatcar_production_pxe.vmlinuz', 'flatcar/flatcar_production_pxe_image.cpio.gz', 'ubuntu/vmlinuz', 'ubuntu/initrd']
+        .map(
+          (f, i) =>
+            `Warning: spec.boot.${i % 2 === 0 ? 'kernel' : 'initrd[0]'}: resolves to http://192.168.10.5:8080/assets/${f}, but this service serves no boot files (BOOTWRIGHT_ASSETS_DIR is not set): iPXE will get 404 until it is, or use an absolute URL\n`,
+        )
+        .join(''),
+    );
     const again = await cli(['apply', '-R', '-f', join(ROOT, 'examples/inventory')]);
     assert.equal(again.code, 0, again.stderr);
     assert.equal(again.stdout, ['cluster/prod unchanged', 'profile/flatcar-worker unchanged', 'profile/ubuntu-worker unchanged', 'machine/rack1-n1 unchanged', 'machine/rack1-n2 unchanged', ''].join('\n'));
@@ -135,7 +145,7 @@ spec:
     assert.equal(r.code, 2);
     assert.equal(
       r.stderr,
-      `${file} (document 1) apiVersion: must be bootwright.dev/v1alpha1\n${file} (document 1) kind: must be Cluster, Profile, Machine or List\n${file} (document 2) metadata.name: is required\n`,
+      `${file} (document 1) apiVersion: must be bootwright.dev/v1alpha1\n${file} (document 1) kind: must be Cluster, Profile, Machine, or List, ClusterList, ProfileList, MachineList\n${file} (document 2) metadata.name: is required\n`,
     );
     writeFileSync(file, 'kind: Cluster\n  bad: [indent\n');
     const malformed = await cli(['apply', '-f', file]);
@@ -184,6 +194,128 @@ describe('bootwright get', () => {
     const usage = await cli(['get', 'widgets'], READER);
     assert.equal(usage.code, 2);
     assert.equal(usage.stderr, "error: unknown kind \"widgets\": use clusters|profiles|machines|discovered\nSee 'bootwright get --help' for usage.\n");
+  });
+});
+
+describe('kubectl habits: round trips, dry runs, diff, delete -f, describe', () => {
+  /** Write `text` to a file of the test's directory; its path. */
+  const file = (name: string, text: string) => {
+    const path = join(dir, name);
+    writeFileSync(path, text);
+    return path;
+  };
+  const newCluster = 'apiVersion: bootwright.dev/v1alpha1\nkind: Cluster\nmetadata: {name: rt}\nspec: {name: rt, controlPlaneEndpoint: "api.rt.example.com:6443"}\n';
+  const revisionOf = async (path: string) => ((await (await fetch(`${server}${path}`, { headers: { authorization: `Bearer ${READER}` } })).json()) as { metadata: { revision: number } }).metadata.revision;
+
+  it('get -o yaml and -o json, a single document or a List, apply again unchanged: what the service sets is ignored', async () => {
+    for (const [name, args] of [
+      ['one.yaml', ['get', 'machine', 'rack1-n1', '-o', 'yaml']],
+      ['machines.yaml', ['get', 'machines', '-o', 'yaml']],
+      ['clusters.json', ['get', 'clusters', '-o', 'json']],
+      ['profiles.yaml', ['get', 'profiles', '-o', 'yaml']],
+    ] as const) {
+      const got = await cli([...args], READER);
+      assert.equal(got.code, 0, got.stderr);
+      assert.match(got.stdout, /revision|status/);
+      const applied = await cli(['apply', '-f', file(name, got.stdout)]);
+      assert.equal(applied.code, 0, applied.stderr);
+      assert.match(applied.stdout, /^(\S+ unchanged\n)+$/, `${name}: ${applied.stdout}`);
+    }
+    assert.equal(await revisionOf('/v1/machines/rack1-n1'), 2, 'no revision written');
+  });
+
+  it('--dry-run=server checks with the service and keeps nothing; client dry runs are not offered', async () => {
+    const created = await cli(['apply', '-f', file('rt.yaml', newCluster), '--dry-run=server']);
+    assert.deepEqual([created.code, created.stdout], [0, 'cluster/rt created (server dry run)\n'], created.stderr);
+    assert.equal((await cli(['get', 'cluster', 'rt'], READER)).code, 3, 'not created');
+    const relabelled = (await cli(['get', 'machine', 'rack1-n1', '-o', 'yaml'], READER)).stdout.replace('state: burn-in', 'state: ready');
+    const configured = await cli(['apply', '-f', file('relabel.yaml', relabelled), '--dry-run', 'server']);
+    assert.deepEqual([configured.code, configured.stdout], [0, 'machine/rack1-n1 configured (server dry run)\n'], configured.stderr);
+    assert.equal(await revisionOf('/v1/machines/rack1-n1'), 2);
+    // The service's own checks run: a machine whose MAC another machine has is refused.
+    const taken = await cli(['apply', '-f', file('taken.yaml', 'apiVersion: bootwright.dev/v1alpha1\nkind: Machine\nmetadata: {name: rt-n1}\nspec: {cluster: prod, profile: flatcar-worker, selectors: {mac: ["52-54-00-10-00-01"]}}\n'), '--dry-run=server']);
+    assert.equal(taken.code, 3);
+    assert.match(taken.stderr, /machine\/rt-n1: Error from server \(Conflict\): .*\n {2}spec\.selectors\.mac\[0\]: .*"rack1-n1"/);
+    const client = await cli(['apply', '-f', join(dir, 'rt.yaml'), '--dry-run=client']);
+    assert.equal(client.code, 2);
+    assert.match(client.stderr, /^error: --dry-run=client is not offered: use --dry-run=server/);
+  });
+
+  it('diff shows what apply would change as a unified diff (exit 1), nothing for what is current (exit 0), and changes nothing', async () => {
+    const current = await cli(['diff', '-f', file('prod.yaml', (await cli(['get', 'cluster', 'prod', '-o', 'yaml'], READER)).stdout)]);
+    assert.deepEqual([current.code, current.stdout, current.stderr], [0, '', '']);
+    // examples/ has rack1-n1 as it was before the label change above; rt is new.
+    const changed = await cli(['diff', '-f', join(ROOT, 'examples/inventory/flatcar/machine.yaml')]);
+    assert.equal(changed.code, 1, changed.stderr);
+    assert.match(changed.stdout, /^--- live\/machine\/rack1-n1\n\+\+\+ merged\/machine\/rack1-n1\n@@ /);
+    assert.match(changed.stdout, /^- {4}state: burn-in$/m);
+    assert.match(changed.stdout, /^- {2}revision: 2\n\+ {2}revision: 3$/m);
+    const created = await cli(['diff', '-f', join(dir, 'rt.yaml')]);
+    assert.equal(created.code, 1);
+    assert.match(created.stdout, /^--- \/dev\/null\n\+\+\+ merged\/cluster\/rt\n@@ -0,0 \+1,\d+ @@\n\+apiVersion: bootwright\.dev\/v1alpha1\n\+kind: Cluster\n/);
+    assert.equal(await revisionOf('/v1/machines/rack1-n1'), 2);
+    assert.equal((await cli(['get', 'cluster', 'rt'], READER)).code, 3);
+  });
+
+  it('delete -f deletes each document (a dry run keeps it); a missing one is exit 3 unless --ignore-not-found', async () => {
+    const rt = join(dir, 'rt.yaml');
+    assert.equal((await cli(['apply', '-f', rt])).code, 0);
+    assert.deepEqual(await cli(['delete', '-f', rt, '--dry-run=server']), { code: 0, stdout: 'cluster "rt" deleted (server dry run)\n', stderr: '' });
+    assert.equal((await cli(['get', 'cluster', 'rt'], READER)).code, 0, 'still there');
+    assert.deepEqual(await cli(['delete', '-f', rt]), { code: 0, stdout: 'cluster "rt" deleted\n', stderr: '' });
+    const again = await cli(['delete', '-f', rt]);
+    assert.equal(again.code, 3);
+    assert.equal(again.stderr, `${rt} (document 1): Error from server (Not found): Cluster "rt" does not exist\n`);
+    assert.deepEqual(await cli(['delete', '-f', rt, '--ignore-not-found']), { code: 0, stdout: '', stderr: '' });
+    const usage = await cli(['delete', 'cluster', 'rt', '-f', rt]);
+    assert.equal(usage.code, 2);
+  });
+
+  it('describe shows a cluster, a profile and a discovered machine', async () => {
+    const c = await cli(['describe', 'cluster', 'prod'], READER);
+    assert.equal(c.code, 0, c.stderr);
+    assert.match(c.stdout, /^Name: +prod\nLabels: +env=prod\nRevision: +1\n/);
+    assert.match(c.stdout, /^Control plane endpoint: +api\.prod\.example\.com:6443$/m);
+    assert.match(c.stdout, /^Join token: +the static spec\.bootstrapToken /m);
+    assert.match(c.stdout, /^Machines \(2\):\n {2}NAME +PROFILE +PHASE\n {2}rack1-n1 +flatcar-worker +\S+\n {2}rack1-n2 +ubuntu-worker +\S+\n/m);
+    assert.match(c.stdout, /^Revisions:\n {2}REVISION +UPDATED\n {2}1 +\S+\n$/m);
+    assert.doesNotMatch(c.stdout, /abcdef\.|redacted/, 'no secret, not even its placeholder');
+    const p = await cli(['describe', 'profile', 'flatcar-worker'], READER);
+    assert.equal(p.code, 0, p.stderr);
+    assert.match(p.stdout, /^Role: +worker\nKubernetes version: +v1\.33\.2\nFormat: +ignition\n/m);
+    assert.match(p.stdout, /^Kernel: +\/assets\/flatcar\/flatcar_production_pxe\.vmlinuz$/m);
+    assert.match(p.stdout, /^Butane additional config: +yes$/m);
+    assert.match(p.stdout, /^Machines \(1\):\n {2}NAME +CLUSTER +PHASE\n {2}rack1-n1 +prod +\S+\n/m);
+    await fetch(`${server}/ipxe?mac=52-54-00-10-00-07&uuid=6c1a3b2e-0000-4000-8000-000000000007&buildarch=x86_64&platform=efi`);
+    const id = /^(\d+) +52:54:00:10:00:07 /m.exec((await cli(['get', 'discovered'], READER)).stdout)![1]!;
+    const d = await cli(['describe', 'discovered', id], READER);
+    assert.equal(d.code, 0, d.stderr);
+    assert.match(d.stdout, new RegExp(`^ID: +${id}\nMAC: +52:54:00:10:00:07\nUUID: +6c1a3b2e-0000-4000-8000-000000000007\n`));
+    assert.match(d.stdout, /^Architecture: +x86_64\nPlatform: +efi\n/m);
+    assert.match(d.stdout, /^Why unmatched: +no machine has its mac, uuid$/m);
+    assert.match(d.stdout, new RegExp(`^Enrolled: +no: bootwright enroll ${id} --cluster CLUSTER --profile PROFILE`, 'm'));
+    assert.equal((await cli(['delete', 'discovered', id])).code, 0);
+    const audit = await cli(['describe', 'cluster', 'prod', '--audit', '5'], READER);
+    assert.equal(audit.code, 2);
+  });
+
+  it("a refused machine's answer names every problem at once: missing references and its own fields", async () => {
+    const r = await cli(['apply', '-f', file('many.yaml', 'apiVersion: bootwright.dev/v1alpha1\nkind: Machine\nmetadata: {name: rt-n2}\nspec: {cluster: nowhere, profile: none, selectors: {mac: ["52:54:00:10:00:0c"]}, nodeLabels: {"bad key!": "v"}}\n')]);
+    assert.equal(r.code, 3);
+    const fields = r.stderr.split('\n').filter((l) => l.startsWith('  ')).map((l) => l.trim().split(':')[0]);
+    assert.deepEqual(fields, ['spec.cluster', 'spec.profile', 'spec.nodeLabels.bad key!']);
+  });
+
+  it('profile boot paths on this service that nothing serves are stored with a warning; absolute URLs elsewhere are not', async () => {
+    const profile = (kernel: string) => `apiVersion: bootwright.dev/v1alpha1\nkind: Profile\nmetadata: {name: rt-boot}\nspec: {role: worker, kubernetesVersion: v1.33.2, boot: {kernel: "${kernel}"}}\n`;
+    const outside = await cli(['apply', '-f', file('boot.yaml', profile('/boot/vmlinuz'))]);
+    assert.deepEqual([outside.code, outside.stdout], [0, 'profile/rt-boot created\n']);
+    assert.equal(outside.stderr, 'Warning: spec.boot.kernel: resolves to http://192.168.10.5:8080/boot/vmlinuz on this service, which serves boot files only under http://192.168.10.5:8080/assets/ (BOOTWRIGHT_ASSETS_DIR): iPXE will get 404\n');
+    const mirror = await cli(['apply', '-f', file('boot.yaml', profile('http://mirror.example/flatcar/vmlinuz'))]);
+    assert.deepEqual(mirror, { code: 0, stdout: 'profile/rt-boot configured\n', stderr: '' });
+    const perMachine = await cli(['apply', '-f', file('boot.yaml', profile('${publicUrl}/assets/vmlinuz'))]);
+    assert.deepEqual(perMachine, { code: 0, stdout: 'profile/rt-boot configured\n', stderr: '' }, 'a boot variable is resolved per machine');
+    assert.equal((await cli(['delete', 'profile', 'rt-boot'])).code, 0);
   });
 });
 

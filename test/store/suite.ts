@@ -112,6 +112,43 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
       }));
     });
 
+    describe('dry runs', () => {
+      it('a dry-run create, replace and delete answer what they would store and keep nothing', using(makeStore, async (store) => {
+        const would = await store.create('Cluster', { name: 'prod', labels: { env: 'prod' }, spec: cluster() }, { dryRun: true });
+        assert.equal(would.revision, 1);
+        assert.deepEqual(would.labels, { env: 'prod' });
+        assert.deepEqual(would.spec, cluster());
+        await assert.rejects(store.get('Cluster', 'prod'), NotFoundError);
+        await assert.rejects(store.revisions('Cluster', 'prod'), NotFoundError);
+        const created = await store.create('Cluster', { name: 'prod', spec: cluster() });
+        const replaced = await store.replace('Cluster', { name: 'prod', labels: { v: '2' }, spec: cluster() }, { dryRun: true, ifMatch: 1 });
+        assert.equal(replaced.revision, 2);
+        assert.deepEqual(replaced.labels, { v: '2' });
+        assert.equal(replaced.createdAt, created.createdAt);
+        await store.delete('Cluster', 'prod', { dryRun: true });
+        assert.deepEqual(await store.get('Cluster', 'prod'), created);
+        assert.equal((await store.revisions('Cluster', 'prod')).length, 1);
+        // A name deleted before: the dry run numbers on after its history, as the write would.
+        await store.delete('Cluster', 'prod');
+        assert.equal((await store.create('Cluster', { name: 'prod', spec: cluster() }, { dryRun: true })).revision, 2);
+      }));
+
+      it('a dry run makes every check the write makes: existence, If-Match, references, selectors, machines still naming', using(makeStore, async (store) => {
+        await store.create('Machine', { name: 'n1', spec: machine({}, { mac: ['52:54:00:00:00:01'] }) });
+        await assert.rejects(store.create('Cluster', { name: 'prod', spec: cluster() }, { dryRun: true }), AlreadyExistsError);
+        await assert.rejects(store.replace('Cluster', { name: 'prod', spec: cluster() }, { dryRun: true, ifMatch: 7 }), PreconditionFailedError);
+        await assert.rejects(store.replace('Cluster', { name: 'nope', spec: cluster() }, { dryRun: true }), NotFoundError);
+        await assert.rejects(store.create('Machine', { name: 'n2', spec: machine({ cluster: 'nowhere' }) }, { dryRun: true }), MissingReferenceError);
+        await assert.rejects(store.create('Machine', { name: 'n2', spec: machine({}, { mac: ['52-54-00-00-00-01'] }) }, { dryRun: true }), (e) => e instanceof DuplicateSelectorError && e.machine === 'n1');
+        await assert.rejects(store.delete('Cluster', 'prod', { dryRun: true }), ReferencedError);
+        // The dry-run machine took no selector: a real one may have it.
+        const m = await store.create('Machine', { name: 'n3', spec: machine({}, { mac: ['52:54:00:00:00:03'] }) }, { dryRun: true });
+        assert.deepEqual(m.refs, { clusterRevision: 1, profileRevision: 1 });
+        assert.equal((await store.create('Machine', { name: 'n4', spec: machine({}, { mac: ['52:54:00:00:00:03'] }) })).revision, 1);
+        await assert.rejects(store.get('Machine', 'n3'), NotFoundError);
+      }, true));
+    });
+
     describe('If-Match', () => {
       it('a stale ifMatch fails replace and delete with the current revision; the right one succeeds', using(makeStore, async (store) => {
         await store.create('Cluster', { name: 'prod', spec: cluster() });

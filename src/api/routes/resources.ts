@@ -28,7 +28,8 @@ import type { ToleratedProblem } from '../../rules.js';
 import { MAX_LIST_LIMIT, type ResourceInput, type SpecOf } from '../../store/store.js';
 import { parseLabelSelector } from '../../store/selector.js';
 import { checkWrite, type WriteCheckContext } from '../../store/writecheck.js';
-import type { FastifyRequest } from 'fastify';
+import { bootPathWarnings, warningHeaders } from '../../store/write-warnings.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PROBLEM_MEDIA_TYPE, problemSchema } from '../problems.js';
 import type { ServiceContext } from '../context.js';
 import { noneMatch } from '../deliver.js';
@@ -153,6 +154,16 @@ export function writeCheckContext(ctx: ServiceContext, request: FastifyRequest):
 }
 
 /**
+ * Send the write-time warnings of a document as `Warning` headers (src/store/write-warnings.ts):
+ * for a profile, boot references that resolve to nothing this service serves.
+ */
+function sendWarnings<K extends ResourceKind>(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, kind: K, input: ResourceInput<SpecOf<K>>): void {
+  if (kind !== 'Profile') return;
+  const warnings = bootPathWarnings(input.spec as ProfileSpec, ctx.signing.baseUrl(request), ctx.config.assetsDir);
+  if (warnings.length > 0) void reply.header('warning', warningHeaders(warnings));
+}
+
+/**
  * Whether a replace would write what is already current: the same labels and spec
  * (compared as canonical JSON, after defaults and restored secrets) and, for a machine,
  * pins that are still the current cluster and profile revisions (a replace re-pins them).
@@ -205,6 +216,18 @@ async function machineWarnings(ctx: ServiceContext, machines: readonly StoredRes
 
 const nameParams = z.object({ name: resourceName.describe('the resource name (a DNS-1123 label)') });
 
+/**
+ * `?dryRun=All`, as the Kubernetes API takes it: the write runs every check it makes
+ * (validation, the write-time render checks, and the store's own: existence, references,
+ * hardware selectors, `If-Match`) and answers what it would have stored, keeping nothing.
+ */
+const dryRunQuery = z.object({
+  dryRun: z
+    .literal('All')
+    .optional()
+    .describe('`All`: check the write and answer what it would store (the revision it would get included), keeping nothing, as the Kubernetes API does'),
+});
+
 /** Register the routes of one kind (generic so each kind keeps its own document types). */
 // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- K ties the store calls, schemas and responses of one kind together
 function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbackZod<ServiceContext>>[0], ctx: ServiceContext, kind: K): void {
@@ -251,15 +274,18 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
           'Answers the stored document, secrets redacted, with its revision as the ETag.' +
           writeScopes,
         consumes: ['application/json', 'application/yaml'],
+        querystring: dryRunQuery,
         body,
-        response: { 201: json(`The ${one} as stored`, read), ...problemResponses(400, 401, 403, 409, 413, 415, 422, 429, 503) },
+        response: { 201: json(`The ${one} as stored (with dryRun, as it would be stored)`, read), ...problemResponses(400, 401, 403, 409, 413, 415, 422, 429, 503) },
       },
     },
     async (request, reply) => {
+      const dryRun = request.query.dryRun !== undefined;
       const { input } = readWrite(kind, request.body, undefined);
       await checkWrite(kind, input, writeCheckContext(ctx, request));
-      const created = await store.create(kind, input);
-      if (kind === 'Machine') ctx.prerender.enqueue([created.name]);
+      const created = await store.create(kind, input, { dryRun });
+      if (kind === 'Machine' && !dryRun) ctx.prerender.enqueue([created.name]);
+      sendWarnings(ctx, request, reply, kind, input);
       void reply.code(201).header('etag', revisionEtag(created.revision)).header('location', `${base}/${created.name}`).header('cache-control', 'no-store');
       return toReadDocument(created);
     },
@@ -353,9 +379,10 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
           writeScopes,
         consumes: ['application/json', 'application/yaml'],
         params: nameParams,
+        querystring: dryRunQuery,
         headers: z.object({ 'if-match': z.string().optional().describe('"<revision>" (the ETag): write only if it is still current') }),
         body,
-        response: { 200: json(`The ${one} as stored`, read), ...problemResponses(400, 401, 403, 404, 412, 413, 415, 422, 429, 503) },
+        response: { 200: json(`The ${one} as stored (with dryRun, as it would be stored)`, read), ...problemResponses(400, 401, 403, 404, 412, 413, 415, 422, 429, 503) },
       },
     },
     async (request, reply) => {
@@ -367,15 +394,19 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
       if (input.name !== name) throw new RequestError([{ path: 'metadata.name', message: `must be "${name}", the name in the path (resources cannot be renamed)` }]);
       // Secrets put back from `current` must not land on top of a newer revision.
       if (restored) ifMatch = current.revision;
+      sendWarnings(ctx, request, reply, kind, input);
       if (await unchanged(ctx, kind, input, current)) {
         void reply.header('etag', revisionEtag(current.revision)).header('cache-control', 'no-store');
         return toReadDocument(current);
       }
       await checkWrite(kind, input, writeCheckContext(ctx, request));
-      const updated = await store.replace(kind, input, ifMatch !== undefined ? { ifMatch } : {});
+      const dryRun = request.query.dryRun !== undefined;
+      const updated = await store.replace(kind, input, { dryRun, ...(ifMatch !== undefined ? { ifMatch } : {}) });
       // Its data (or that of every machine naming it) changed: render it again ahead of the boot.
-      if (kind === 'Machine') ctx.prerender.enqueue([updated.name]);
-      else void ctx.prerender.enqueueReferencing(kind, updated.name);
+      if (!dryRun) {
+        if (kind === 'Machine') ctx.prerender.enqueue([updated.name]);
+        else void ctx.prerender.enqueueReferencing(kind, updated.name);
+      }
       void reply.header('etag', revisionEtag(updated.revision)).header('cache-control', 'no-store');
       return toReadDocument(updated);
     },
@@ -393,14 +424,15 @@ function kindRoutes<K extends ResourceKind>(app: Parameters<FastifyPluginCallbac
           'Deletes the resource; its revisions stay readable. With `If-Match` only when that revision is still current (else 412).' +
           (kind === 'Machine' ? '' : ` A ${one} that machines still use is not deleted: 409 naming them.`),
         params: nameParams,
+        querystring: dryRunQuery,
         headers: z.object({ 'if-match': z.string().optional().describe('"<revision>" (the ETag): delete only if it is still current') }),
-        response: { 204: z.undefined().describe('Deleted'), ...problemResponses(400, 401, 403, 404, 409, 412, 429, 503) },
+        response: { 204: z.undefined().describe('Deleted (with dryRun: would be deleted)'), ...problemResponses(400, 401, 403, 404, 409, 412, 429, 503) },
       },
     },
     async (request, reply) => {
       const { name } = request.params;
       const ifMatch = await conditionalRevision(kind, name, request.headers['if-match'], async () => (await store.get(kind, name)).revision);
-      await store.delete(kind, name, ifMatch !== undefined ? { ifMatch } : {});
+      await store.delete(kind, name, { dryRun: request.query.dryRun !== undefined, ...(ifMatch !== undefined ? { ifMatch } : {}) });
       return reply.code(204).send();
     },
   );

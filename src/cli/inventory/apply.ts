@@ -1,113 +1,58 @@
 /**
  * `bootwright apply -f FILE|DIR|-`, as `kubectl apply`: every Cluster, Profile and
- * Machine document of the files (multi-document YAML, JSON, or a `List` of items),
- * clusters first, then profiles, then machines (a machine needs both), each created
- * when absent or replaced with `If-Match` on the revision just read. One line per
- * document: `machine/node-1 created|configured|unchanged` (unchanged: the service wrote
- * no revision, the document changed nothing).
+ * Machine document of the files (src/cli/inventory/manifests.ts: multi-document YAML,
+ * JSON, `List` documents), clusters first, then profiles, then machines (a machine needs
+ * both), each created when absent or replaced with `If-Match` on the revision just read.
+ * One line per document: `machine/node-1 created|configured|unchanged` (unchanged: the
+ * service wrote no revision, the document changed nothing), with ` (server dry run)`
+ * under `--dry-run=server`. What the service sets (`metadata.revision`, `createdAt`,
+ * `updatedAt`, `status`) may be in the documents and is ignored, so
+ * `get -o yaml | apply -f -` works.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import { RequestError, type FieldProblem } from '../../errors.js';
-import { decodeUtf8, parseDocuments, syntaxForFile } from '../../request/parse.js';
-import { RESOURCE_API_VERSION, RESOURCE_KINDS, type ResourceKind } from '../../store/resources.js';
-import { EXIT, UsageError, type Command, type Parsed } from '../commands.js';
+import { RESOURCE_KINDS } from '../../store/resources.js';
+import { EXIT, type Command, type Parsed } from '../commands.js';
 import { clientFrom, CONNECTION_FLAGS, type InventoryClient, printRefusal, ServerRefusal } from './client.js';
 import { ref, type ResourceDocument } from './kinds.js';
+import { APPLY_ORDER, documentPath, DRY_RUN_FLAG, dryRunOf, FILE_FLAGS, readManifests } from './manifests.js';
 
 /** `bootwright apply`. */
 export const APPLY: Command = {
   name: 'apply',
   summary: 'Create or replace clusters, profiles and machines from YAML or JSON files',
-  usage: ['apply -f FILE|DIR|- [-R]'],
+  usage: ['apply -f FILE|DIR|- [-R] [--dry-run=server]'],
   positionals: 0,
-  flags: [
-    { name: 'filename', short: 'f', type: 'string', value: 'FILE', help: 'a file, a directory of .yaml, .yml and .json files, or - for standard input' },
-    { name: 'recursive', short: 'R', type: 'boolean', help: 'with a directory, also the files of its subdirectories' },
-    ...CONNECTION_FLAGS,
-  ],
+  flags: [...FILE_FLAGS, DRY_RUN_FLAG, ...CONNECTION_FLAGS],
   details: `Documents are applied clusters first, then profiles, then machines; each is created when
 absent, else replaced with If-Match on the revision read just before (a concurrent change
 is refused, 412, not overwritten). A secret written as "<redacted>" keeps the stored one.
+What the service sets (metadata.revision, createdAt, updatedAt, and status) is ignored,
+so the output of 'get -o yaml' can be applied again; List, ClusterList, ProfileList and
+MachineList documents are read item by item.
 Each document prints kind/name created, configured or unchanged. A document the service
 refuses prints its problem (each field on its own line); the others are still applied,
-and the exit code is 3.
+and the exit code is 3. The service's warnings are printed as "Warning: ..." lines.
+With --dry-run=server every write is checked by the service as it would be made, and
+nothing is kept.
 
 Examples:
   bootwright apply -f examples/inventory/flatcar/
   bootwright apply -R -f examples/inventory/
-  kustomize build . | bootwright apply -f -`,
+  bootwright get machine node-1 -o yaml | bootwright apply -f -
+  kustomize build . | bootwright apply -f - --dry-run=server`,
 };
 
-/** Apply order: what a machine needs first. */
-const ORDER: Record<ResourceKind, number> = { Cluster: 0, Profile: 1, Machine: 2 };
-
-/** One document to apply, and where it came from (for messages). */
-interface Manifest {
-  doc: ResourceDocument;
-  source: string;
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** The files `-f` names: itself, or a directory's manifest files in path order (with `recursive`, its subdirectories' too). */
-function files(path: string, recursive: boolean): string[] {
-  if (path === '-') return ['-'];
-  let dir: boolean;
-  try {
-    dir = statSync(path).isDirectory();
-  } catch (e) {
-    throw new RequestError([{ path, message: `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` }], 400);
-  }
-  if (!dir) return [path];
-  const found: string[] = [];
-  const walk = (d: string) => {
-    for (const entry of readdirSync(d, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-      if (entry.isDirectory() && recursive) walk(join(d, entry.name));
-      else if (entry.isFile() && /\.(ya?ml|json)$/i.test(entry.name)) found.push(join(d, entry.name));
-    }
-  };
-  walk(path);
-  if (found.length === 0) throw new RequestError([{ path, message: `has no .yaml, .yml or .json files${recursive ? '' : ' (-R reads subdirectories)'}` }], 400);
-  return found;
-}
-
-/**
- * The manifests of one file's text: each document (or each item of a `List`) checked
- * for an apiVersion, a kind bootwright stores and a name; the service checks the rest.
- */
-function manifestsOf(text: string, file: string): Manifest[] {
-  const out: Manifest[] = [];
-  const problems: FieldProblem[] = [];
-  const docs = parseDocuments(text, file === '-' ? 'yaml' : syntaxForFile(file));
-  docs.forEach((value, i) => {
-    const where = `${file === '-' ? 'stdin' : file} (document ${i + 1})`;
-    const items = isObject(value) && value.kind === 'List' && Array.isArray(value.items) ? value.items : [value];
-    items.forEach((item: unknown, j) => {
-      const at = items.length > 1 || item !== value ? `${where} items[${j}]` : where;
-      if (!isObject(item)) return void problems.push({ path: at, message: 'must be a mapping with apiVersion, kind, metadata and spec' });
-      if (item.apiVersion !== RESOURCE_API_VERSION) problems.push({ path: `${at} apiVersion`, message: `must be ${RESOURCE_API_VERSION}` });
-      if (typeof item.kind !== 'string' || !Object.hasOwn(RESOURCE_KINDS, item.kind)) return void problems.push({ path: `${at} kind`, message: `must be ${Object.keys(RESOURCE_KINDS).join(', ')} or List` });
-      const name = isObject(item.metadata) ? item.metadata.name : undefined;
-      if (typeof name !== 'string' || name === '') return void problems.push({ path: `${at} metadata.name`, message: 'is required' });
-      out.push({ doc: item as unknown as ResourceDocument, source: at });
-    });
-  });
-  if (problems.length > 0) throw new RequestError(problems, 400);
-  return out;
-}
-
 /** Create or replace one document. @returns what happened, as kubectl words it. */
-async function applyOne(client: InventoryClient, doc: ResourceDocument): Promise<'created' | 'configured' | 'unchanged'> {
-  const path = `/v1/${RESOURCE_KINDS[doc.kind]}/${encodeURIComponent(doc.metadata.name)}`;
+async function applyOne(client: InventoryClient, doc: ResourceDocument, dryRun: boolean): Promise<'created' | 'configured' | 'unchanged'> {
+  const path = documentPath(doc);
+  const query = dryRun ? '?dryRun=All' : '';
   const current = await client.request('GET', path, { allow: [404] });
   if (current.status === 404) {
-    await client.request('POST', `/v1/${RESOURCE_KINDS[doc.kind]}`, { body: doc });
+    await client.request('POST', `/v1/${RESOURCE_KINDS[doc.kind]}${query}`, { body: doc });
     return 'created';
   }
   const before = (current.json as ResourceDocument).metadata.revision;
   const etag = current.headers.get('etag') ?? `"${before}"`;
-  const after = (await client.request('PUT', path, { body: doc, headers: { 'if-match': etag } })).json as ResourceDocument;
+  const after = (await client.request('PUT', `${path}${query}`, { body: doc, headers: { 'if-match': etag } })).json as ResourceDocument;
   return after.metadata.revision === before ? 'unchanged' : 'configured';
 }
 
@@ -116,37 +61,20 @@ async function applyOne(client: InventoryClient, doc: ResourceDocument): Promise
  *
  * @returns 0 when every document was applied; 3 when the service refused any (each
  *   printed); the rest are applied regardless.
- * @throws UsageError without `-f`; RequestError (exit 2) for a file that cannot be read
- *   or parsed or a document without apiVersion, kind or name, before anything is sent;
- *   ServerUnavailable (exit 4) when the service cannot be reached.
+ * @throws UsageError without `-f` or for a bad `--dry-run`; RequestError (exit 2) naming
+ *   every file that cannot be read or parsed and every document without apiVersion, kind
+ *   or name, before anything is sent; ServerUnavailable (exit 4) when the service cannot
+ *   be reached.
  */
 export async function runApply(parsed: Parsed, out: NodeJS.WritableStream, err: NodeJS.WritableStream, stdin: () => Promise<Buffer>): Promise<number> {
-  const file = parsed.values.filename as string | undefined;
-  if (file === undefined) throw new UsageError('-f FILE|DIR|- is required', 'apply');
-  const client = clientFrom(parsed);
-  const manifests: Manifest[] = [];
-  for (const f of files(file, parsed.values.recursive === true)) {
-    let bytes: Buffer;
-    try {
-      bytes = f === '-' ? await stdin() : readFileSync(f);
-    } catch (e) {
-      throw new RequestError([{ path: f, message: `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` }], 400);
-    }
-    let text: string;
-    try {
-      text = decodeUtf8(bytes);
-      manifests.push(...manifestsOf(text, f));
-    } catch (e) {
-      if (e instanceof RequestError) throw new RequestError(e.problems.map((p) => (p.path.startsWith(f) || p.path.startsWith('stdin') ? p : { path: `${f === '-' ? 'stdin' : f}${p.path ? ` ${p.path}` : ''}`, message: p.message })), 400);
-      throw e;
-    }
-  }
-  if (manifests.length === 0) throw new RequestError([{ path: file, message: 'holds no documents' }], 400);
-  manifests.sort((a, b) => ORDER[a.doc.kind] - ORDER[b.doc.kind]);
+  const dryRun = dryRunOf(parsed, 'apply');
+  const manifests = await readManifests(parsed, 'apply', stdin);
+  const client = clientFrom(parsed, process.env, err);
+  manifests.sort((a, b) => APPLY_ORDER[a.doc.kind] - APPLY_ORDER[b.doc.kind]);
   let refused = false;
   for (const m of manifests) {
     try {
-      out.write(`${ref(m.doc.kind, m.doc.metadata.name)} ${await applyOne(client, m.doc)}\n`);
+      out.write(`${ref(m.doc.kind, m.doc.metadata.name)} ${await applyOne(client, m.doc, dryRun)}${dryRun ? ' (server dry run)' : ''}\n`);
     } catch (e) {
       if (!(e instanceof ServerRefusal)) throw e;
       refused = true;

@@ -77,9 +77,26 @@ export interface Answer {
   json: unknown;
 }
 
+/**
+ * The texts of a response's `Warning` headers (`299 - "text"`, RFC 7234 §5.5, as the
+ * Kubernetes API sends its warnings), unescaped, in order.
+ */
+export function warningTexts(headers: Headers): string[] {
+  const value = headers.get('warning');
+  if (value === null) return [];
+  return [...value.matchAll(/\d{3} \S+ "((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!.replace(/\\(.)/g, '$1'));
+}
+
 /** A client of one service. */
 export class InventoryClient {
-  constructor(readonly config: ClientConfig) {}
+  /**
+   * @param warn called with the text of each `Warning` the service answers (kubectl
+   *   prints them as `Warning: text` on standard error); none by default.
+   */
+  constructor(
+    readonly config: ClientConfig,
+    private readonly warn: (text: string) => void = () => undefined,
+  ) {}
 
   /**
    * Send one request.
@@ -123,6 +140,7 @@ export class InventoryClient {
       throw new ServerUnavailable(`cannot reach the service at ${this.config.server}: ${why}`);
     }
     const text = await response.text();
+    for (const w of warningTexts(response.headers)) this.warn(w);
     const type = response.headers.get('content-type') ?? '';
     let json: unknown;
     if (/^application\/(problem\+)?json/.test(type) && text !== '') {
@@ -171,8 +189,13 @@ export class InventoryClient {
   }
 }
 
-/** The client for the connection flags of a parsed command line. @throws ConfigError */
-export function clientFrom(parsed: Parsed, env: NodeJS.ProcessEnv = process.env): InventoryClient {
+/**
+ * The client for the connection flags of a parsed command line; with `err`, each warning
+ * the service answers is printed there as `Warning: text`, as kubectl prints them.
+ *
+ * @throws ConfigError
+ */
+export function clientFrom(parsed: Parsed, env: NodeJS.ProcessEnv = process.env, err?: NodeJS.WritableStream): InventoryClient {
   const v = parsed.values;
   return new InventoryClient(
     loadClientConfig(
@@ -183,6 +206,7 @@ export function clientFrom(parsed: Parsed, env: NodeJS.ProcessEnv = process.env)
       },
       env,
     ),
+    err ? (text) => void err.write(`Warning: ${printable(text)}\n`) : undefined,
   );
 }
 
