@@ -177,7 +177,7 @@ export async function serve(config: Config, graceMs = 10_000): Promise<FastifyIn
   }
   if (config.publicUrl?.startsWith('http:') && setup.tls) app.log.warn({ publicUrl: config.publicUrl }, 'HTTPS is on but the public URL is http: machines are handed http URLs');
   if (!setup.tls && config.allowedHosts.length === 0 && !isLoopback(config.host)) {
-    app.log.warn({ host: config.host }, 'plain HTTP answering any Host: set BOOTWRIGHT_ALLOWED_HOSTS to the names machines use, against DNS rebinding (README, "What an attacker on the boot network can do")');
+    app.log.warn({ host: config.host }, 'plain HTTP answering any Host: set BOOTWRIGHT_ALLOWED_HOSTS to the names machines use, against DNS rebinding (docs/http-api.md, "What an attacker on the boot network can do")');
   }
   const pidFile = join(config.dataDir, PID_FILE);
   app.addHook('onClose', (_app, done) => {

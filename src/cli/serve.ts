@@ -33,7 +33,7 @@ export const SERVE: Command = {
     { name: 'config', type: 'string', value: 'FILE', help: 'YAML or JSON configuration file, keys as the variables in camelCase (BOOTWRIGHT_CONFIG)' },
     { name: 'detach', short: 'd', type: 'boolean', help: `start in the background; return once it listens and is ready (exit 0) or with its error (exit 1); logs to DIR/${LOG_FILE}` },
   ],
-  details: `Every other setting is a BOOTWRIGHT_* variable (README, Configuration). With no token
+  details: `Every other setting is a BOOTWRIGHT_* variable (docs/operating.md, Configuration). With no token
 configured, the first start writes an admin token to DIR/admin-token (mode 0600).
 While it runs, DIR/${PID_FILE} holds its PID; stop it with SIGTERM, which lets in-flight
 requests finish:  kill $(cat DIR/${PID_FILE})`,

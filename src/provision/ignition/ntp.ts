@@ -17,7 +17,7 @@ const DROPIN_MODE = 0o644;
  * - `enabled: false` → nothing: bootwright configures no NTP client and the image's
  *   own time sync is left as it is (servers ignored). That is what cloud-init does with
  *   `ntp.enabled: false` (cc_ntp skips itself), so the request means the same in both
- *   formats (README "NTP").
+ *   formats (docs/requests.md, "NTP").
  * - servers (enabled true or unset) → {@link TIMESYNCD_DROPIN}, `[Time]` with `NTP=` (an
  *   empty assignment resets any earlier list) then `NTP=<servers, space-separated>`.
  * - no servers → nothing.
