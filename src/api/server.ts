@@ -541,7 +541,14 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   await app.register(bootstrapRoutes, context);
   await app.register(bootAdminRoutes, context);
   await app.register(fleetRoutes, context);
-  await app.register(uiRoutes, context);
+  // Under /ui, so the page's own not-found handler (an HTML 404) answers its paths.
+  await app.register(
+    (ui, _options, done) => {
+      void ui.register(uiRoutes, context);
+      done();
+    },
+    { prefix: '/ui' },
+  );
   // Firmware-facing (no /v1, no token): under-pressure above sheds them too (503 + Retry-After).
   await app.register(bootRoutes, context);
   await app.register(caRoutes, context);

@@ -99,6 +99,19 @@ export const lastReportSchema = z
   })
   .meta({ id: 'LastBootReport' });
 
+/** What iPXE reported at a machine's latest `/ipxe` (component `FirmwareReport`). */
+export const firmwareSchema = z
+  .object({
+    mac: z.string().optional(),
+    uuid: z.string().optional(),
+    serial: z.string().optional(),
+    hostname: z.string().optional(),
+    buildarch: z.string().optional().describe("iPXE's ${buildarch}: x86_64, i386, arm64, …"),
+    platform: z.string().optional().describe("iPXE's ${platform}: pcbios or efi"),
+    client: z.string().optional().describe('the address the request came from'),
+  })
+  .meta({ id: 'FirmwareReport', description: 'what the firmware reported at the latest /ipxe, as reported (anyone who asks for the script reports it)' });
+
 /** A problem a stored machine is excused from (src/rules.ts `ToleratedProblem`; component `StoredMachineWarning`). */
 export const warningSchema = z
   .object({
@@ -115,6 +128,7 @@ export const lifecycleFields = {
   transitions: z.array(transitionSchema).describe('phase changes, oldest first (the last 32)'),
   served: servedSchema.optional(),
   lastReport: lastReportSchema.optional(),
+  firmware: firmwareSchema.optional(),
 };
 
 const readDocument = <K extends ResourceKind>(kind: K) =>
@@ -134,6 +148,7 @@ const readDocument = <K extends ResourceKind>(kind: K) =>
                 transitions: lifecycleFields.transitions.optional(),
                 served: lifecycleFields.served,
                 lastReport: lifecycleFields.lastReport,
+                firmware: lifecycleFields.firmware,
                 warnings: z
                   .array(warningSchema)
                   .optional()

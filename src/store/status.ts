@@ -47,6 +47,23 @@ export interface BootReport {
   time: string;
 }
 
+/**
+ * What the machine's firmware reported at its latest `/ipxe` (src/boot/identity.ts,
+ * normalised and bounded there): its identity, iPXE's `${buildarch}` and `${platform}`,
+ * and the address the request came from. Reported by whoever asked for the script, so
+ * shown as reported, never trusted.
+ */
+export interface FirmwareReport {
+  mac?: string;
+  uuid?: string;
+  serial?: string;
+  hostname?: string;
+  buildarch?: string;
+  platform?: string;
+  /** The client address the service saw (behind trusted proxies, the forwarded one). */
+  client?: string;
+}
+
 /** The record a store keeps per machine. */
 export interface StatusRecord {
   phase: StoredPhase;
@@ -55,13 +72,15 @@ export interface StatusRecord {
   transitions: Transition[];
   served?: Served;
   lastReport?: BootReport;
+  /** What iPXE reported at the latest `/ipxe` (absent in records of releases before v0.3.0). */
+  firmware?: FirmwareReport;
   /** Reports received since the latest config fetch (bounds unauthenticated writes). */
   reports: number;
 }
 
 /** Something that happened to a machine. */
 export type StatusEvent =
-  | { kind: 'booting' }
+  | { kind: 'booting'; firmware?: FirmwareReport }
   | { kind: 'served'; served: Omit<Served, 'time'> }
   | { kind: 'report'; report: Omit<BootReport, 'time'>; maxReports: number };
 
@@ -71,6 +90,7 @@ export interface MachineStatus {
   transitions: Transition[];
   served?: Served;
   lastReport?: BootReport;
+  firmware?: FirmwareReport;
 }
 
 /**
@@ -107,9 +127,12 @@ function withPhase(prev: StatusRecord | undefined, phase: StoredPhase, at: strin
 export function applyEvent(prev: StatusRecord | undefined, event: StatusEvent, at: string): { record: StatusRecord; accepted: boolean; flag?: typeof WITHOUT_IPXE } {
   const base = prev ?? { phase: 'Registered' as const, since: at, transitions: [], reports: 0 };
   switch (event.kind) {
-    case 'booting':
-      if (prev?.phase === 'Booting') return { record: prev, accepted: true };
-      return { record: { ...base, ...withPhase(prev, 'Booting', at) }, accepted: true };
+    case 'booting': {
+      const firmware = event.firmware ? { firmware: event.firmware } : {};
+      // Repeated boots while Booting are one transition; the latest report is kept.
+      if (prev?.phase === 'Booting') return { record: { ...prev, ...firmware }, accepted: true };
+      return { record: { ...base, ...withPhase(prev, 'Booting', at), ...firmware }, accepted: true };
+    }
     case 'served': {
       const served = { ...event.served, time: at };
       if (prev?.phase === 'Provisioning') return { record: { ...prev, served, reports: 0 }, accepted: true };
@@ -131,8 +154,8 @@ export function applyEvent(prev: StatusRecord | undefined, event: StatusEvent, a
  */
 export function machineStatus(record: StatusRecord | undefined, now: Date, timeoutSeconds: number): MachineStatus {
   if (!record) return { phase: 'Registered', transitions: [] };
-  const { served, lastReport } = record;
-  const extra = { ...(served ? { served } : {}), ...(lastReport ? { lastReport } : {}) };
+  const { served, lastReport, firmware } = record;
+  const extra = { ...(served ? { served } : {}), ...(lastReport ? { lastReport } : {}), ...(firmware ? { firmware } : {}) };
   const stalledAt = Date.parse(record.since) + timeoutSeconds * 1000;
   if (record.phase === 'Provisioning' && now.getTime() >= stalledAt) {
     return { phase: 'Stalled', transitions: [...record.transitions, { phase: 'Stalled', time: new Date(stalledAt).toISOString() }], ...extra };

@@ -7,7 +7,18 @@
 import type { AuditEntry, DiscoveredMachine } from '../store/store.js';
 import type { StoredResource } from '../store/resources.js';
 import { PHASES, type FleetCounts, type MachineStatus, type Phase } from '../store/status.js';
+import { age } from '../kube/duration.js';
 import { type Html, html, raw } from './html.js';
+
+/** A time as the page shows it: how long ago, as kubectl prints ages, with the ISO 8601 time in `datetime` and as its tooltip. */
+const when = (iso: string, now: Date) => html`<time datetime="${iso}" title="${iso}">${age(iso, now)} ago</time>`;
+
+/** `k=v, k2=v2` of labels in key order, or an empty string. */
+const labelText = (labels: Record<string, string>) =>
+  Object.entries(labels)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ');
 
 /** The inline style sheet: system fonts, WCAG AA contrast (text ≥ 4.5:1 on its background). */
 const STYLE = `
@@ -88,7 +99,10 @@ export function fleetBody(input: {
   profiles: string[];
   discovered: DiscoveredMachine[];
   canEnrol: boolean;
+  /** The token has the `write` scope (dismiss a discovered machine). */
+  canWrite: boolean;
   csrf: string;
+  now: Date;
   next?: string;
   /** The next page of discovered machines, when this one is full. */
   discoveredNext?: string;
@@ -99,7 +113,10 @@ export function fleetBody(input: {
       .filter(Boolean)
       .join(', ');
     const suggested = (d.hostname ?? (d.mac ? `m-${d.mac.replaceAll(':', '')}` : `m-${i}`)).toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '').slice(0, 63) || `m-${i}`;
-    return html`<tr><td>${identity}</td><td>${d.why ?? ''}</td><td>${d.lastSeen}</td><td>${d.count}</td><td>${
+    const dismiss = input.canWrite
+      ? html`<form class="inline" method="post" action="/ui/discovered/${d.id}/dismiss"><input type="hidden" name="csrf" value="${input.csrf}"><button type="submit">Dismiss</button></form>`
+      : '';
+    return html`<tr><td>${identity}</td><td>${d.why ?? ''}</td><td>${when(d.lastSeen, input.now)}</td><td>${d.count}</td><td>${dismiss}</td><td>${
       input.canEnrol
         ? html`<form method="post" action="/ui/enrol">
 <input type="hidden" name="csrf" value="${input.csrf}">${(['mac', 'uuid', 'serial', 'hostname'] as const).map((k) => (d[k] !== undefined ? html`<input type="hidden" name="${k}" value="${d[k]}">` : ''))}
@@ -122,14 +139,14 @@ export function fleetBody(input: {
 <label for="f-cluster">Cluster</label><select id="f-cluster" name="cluster"><option value="">any</option>${input.clusters.map((c) => html`<option${filters.cluster === c ? raw(' selected') : ''}>${c}</option>`)}</select>
 <button type="submit">Apply</button></fieldset></form>
 <table><caption>Machines${filters.phase || filters.label || filters.cluster ? ' (filtered)' : ''}</caption>
-<thead><tr><th scope="col">Name</th><th scope="col">Phase</th><th scope="col">Cluster</th><th scope="col">Profile</th><th scope="col">Revision</th><th scope="col">Last change</th></tr></thead>
+<thead><tr><th scope="col">Name</th><th scope="col">Phase</th><th scope="col">Cluster</th><th scope="col">Profile</th><th scope="col">Labels</th><th scope="col">Revision</th><th scope="col">Last change</th></tr></thead>
 <tbody>${rows.map(
     ({ machine, status }) =>
-      html`<tr><th scope="row"><a href="/ui/machines/${machine.name}">${machine.name}</a></th><td>${phaseBadge(`phase-${machine.name}`, status.phase)}</td><td>${machine.spec.cluster}</td><td>${machine.spec.profile}</td><td>${machine.revision}</td><td>${status.transitions.at(-1)?.time ?? machine.updatedAt}</td></tr>`,
+      html`<tr><th scope="row"><a href="/ui/machines/${machine.name}">${machine.name}</a></th><td>${phaseBadge(`phase-${machine.name}`, status.phase)}</td><td>${machine.spec.cluster}</td><td>${machine.spec.profile}</td><td>${labelText(machine.labels)}</td><td>${machine.revision}</td><td>${when(status.transitions.at(-1)?.time ?? machine.updatedAt, input.now)}</td></tr>`,
   )}</tbody></table>${rows.length === 0 ? html`<p>No machine matches.</p>` : ''}${input.next ? html`<p><a href="${input.next}">Next page</a></p>` : ''}</section>
 <section aria-labelledby="discovered-h"><h2 id="discovered-h">Discovered machines</h2>
 ${input.discovered.length === 0 ? html`<p>None: every machine that booted matched a registration.</p>` : html`<table><caption>Booted without matching a machine, most recent first</caption>
-<thead><tr><th scope="col">Identity</th><th scope="col">Why no machine matched</th><th scope="col">Last seen</th><th scope="col">Sightings</th><th scope="col">Enrol</th></tr></thead><tbody>${discovered}</tbody></table>`}${
+<thead><tr><th scope="col">Identity</th><th scope="col">Why no machine matched</th><th scope="col">Last seen</th><th scope="col">Sightings</th><th scope="col">Dismiss</th><th scope="col">Enrol</th></tr></thead><tbody>${discovered}</tbody></table>`}${
     input.discoveredNext ? html`<p><a href="${input.discoveredNext}">Next page of discovered machines</a></p>` : ''
   }</section>`;
 }
@@ -141,11 +158,26 @@ export interface MachineActions {
   canWrite: boolean;
   /** Secret-bearing fetches counted against `maxFetches` since the last reset (counted only for a machine with a limit). */
   fetchCount: number;
+  now: Date;
 }
+
+/** `MAC aa:…, UUID …` of the identity fields that are set. */
+const identityText = (i: { mac?: string | readonly string[]; uuid?: string; serial?: string; hostname?: string; buildarch?: string; platform?: string; client?: string }) =>
+  [
+    i.mac !== undefined && i.mac.length > 0 && `MAC ${typeof i.mac === 'string' ? i.mac : i.mac.join(', ')}`,
+    i.uuid && `UUID ${i.uuid}`,
+    i.serial && `serial ${i.serial}`,
+    i.hostname && `host ${i.hostname}`,
+    i.buildarch && `arch ${i.buildarch}`,
+    i.platform && `firmware ${i.platform}`,
+    i.client && `from ${i.client}`,
+  ]
+    .filter(Boolean)
+    .join(', ');
 
 /** A machine's page: its status, fetch count (with a reset form when allowed), timeline (transitions, fetches and reports from the audit log) and revisions. */
 export function machineBody(
-  machine: StoredResource<{ cluster: string; profile: string; maxFetches?: number }>,
+  machine: StoredResource<{ cluster: string; profile: string; maxFetches?: number; selectors: { mac: string[]; uuid?: string; serial?: string; hostname?: string } }>,
   status: MachineStatus,
   audit: AuditEntry[],
   revisions: StoredResource[],
@@ -153,7 +185,12 @@ export function machineBody(
 ): Html {
   const report = status.lastReport;
   const limit = machine.spec.maxFetches;
+  const { now } = actions;
+  const fw = status.firmware;
   return html`<p>Phase ${phaseBadge(`phase-${machine.name}`, status.phase)} · cluster ${machine.spec.cluster} · profile ${machine.spec.profile} · revision ${machine.revision}</p>
+<dl><dt>Labels</dt><dd>${labelText(machine.labels) || 'none'}</dd>
+<dt>Selected by</dt><dd>${identityText(machine.spec.selectors) || 'no hardware selector'}</dd>
+<dt>Reported by iPXE at its latest boot</dt><dd>${fw ? identityText(fw) || 'nothing' : 'not booted since this was recorded'}</dd></dl>
 <div id="fetches">${
     limit === undefined
       ? 'Fetches: not limited (no maxFetches)'
@@ -163,15 +200,15 @@ export function machineBody(
             : ''
         }`
   }</div>
-${status.served ? html`<p>Last served: revision ${status.served.revision}, ${status.served.format}${status.served.ignitionVersion ? ` ${status.served.ignitionVersion}` : ''}, sha256 <code>${status.served.sha256}</code> at ${status.served.time}</p>` : ''}
-${report ? html`<section aria-labelledby="report-h"><h2 id="report-h">Last boot report</h2><p>${report.outcome}, exit code ${report.exitCode ?? 'unknown'}, at ${report.time}</p><pre>${report.output}</pre></section>` : ''}
+${status.served ? html`<p>Last served: revision ${status.served.revision}, ${status.served.format}${status.served.ignitionVersion ? ` ${status.served.ignitionVersion}` : ''}, sha256 <code>${status.served.sha256}</code>, ${when(status.served.time, now)}</p>` : ''}
+${report ? html`<section aria-labelledby="report-h"><h2 id="report-h">Last boot report</h2><p>${report.outcome}, exit code ${report.exitCode ?? 'unknown'}, ${when(report.time, now)}</p><pre>${report.output}</pre></section>` : ''}
 <section aria-labelledby="timeline-h"><h2 id="timeline-h">Timeline</h2>
 <table><caption>Phase changes, oldest first</caption><thead><tr><th scope="col">Time</th><th scope="col">Phase</th></tr></thead>
-<tbody>${status.transitions.map((t) => html`<tr><td>${t.time}</td><td>${phaseBadge(undefined, t.phase)}</td></tr>`)}</tbody></table>
+<tbody>${status.transitions.map((t) => html`<tr><td>${when(t.time, now)}</td><td>${phaseBadge(undefined, t.phase)}</td></tr>`)}</tbody></table>
 <table><caption>Fetches and reports (audit log), newest first</caption><thead><tr><th scope="col">Time</th><th scope="col">Route</th><th scope="col">Status</th><th scope="col">Client</th><th scope="col">User agent</th><th scope="col">Details</th></tr></thead>
 <tbody>${audit.map(
     (a) =>
-      html`<tr><td>${a.at}</td><td>${a.route}</td><td>${a.status}</td><td>${a.client}</td><td>${a.userAgent ?? ''}</td><td>${[
+      html`<tr><td>${when(a.at, now)}</td><td>${a.route}</td><td>${a.status}</td><td>${a.client}</td><td>${a.userAgent ?? ''}</td><td>${[
         a.outcome && `outcome ${a.outcome}`,
         a.reason,
         a.revision !== undefined && `revision ${a.revision}`,
@@ -182,7 +219,19 @@ ${report ? html`<section aria-labelledby="report-h"><h2 id="report-h">Last boot 
         .join('; ')}</td></tr>`,
   )}</tbody></table>
 <table><caption>Revisions</caption><thead><tr><th scope="col">Revision</th><th scope="col">Written</th><th scope="col">Cluster, profile revisions</th></tr></thead>
-<tbody>${revisions.map((r) => html`<tr><td>${r.revision}</td><td>${r.updatedAt}</td><td>${r.refs ? `${r.refs.clusterRevision}, ${r.refs.profileRevision}` : ''}</td></tr>`)}</tbody></table></section>`;
+<tbody>${revisions.map((r) => html`<tr><td>${r.revision}</td><td>${when(r.updatedAt, now)}</td><td>${r.refs ? `${r.refs.clusterRevision}, ${r.refs.profileRevision}` : ''}</td></tr>`)}</tbody></table></section>
+${
+  actions.canWrite
+    ? html`<section aria-labelledby="delete-h"><h2 id="delete-h">Delete</h2><form method="post" action="/ui/machines/${machine.name}/delete"><input type="hidden" name="csrf" value="${actions.csrf}">
+<p><input type="checkbox" id="confirm-delete" name="confirm" value="yes" required><label for="confirm-delete">Delete machine ${machine.name}: it stops booting from this service (its revisions and audit log stay).</label></p>
+<p><button type="submit">Delete machine</button></p></form></section>`
+    : ''
+}`;
+}
+
+/** The body of a page that does not exist (HTTP 404): what was asked for, and a way back. */
+export function notFoundBody(what: string): Html {
+  return html`<p class="error" role="alert">${what}</p><p><a href="/ui">Back to the fleet</a></p>`;
 }
 
 /** A short message page body (enrol refused, not allowed): the message, problems listed, a way back. */

@@ -340,8 +340,9 @@ describe('enroll, describe, status, delete', () => {
     assert.match(d.stdout, /^Cluster: +prod \(revision 1\)$/m);
     assert.match(d.stdout, /^Profile: +flatcar-worker \(revision 1\)$/m);
     // The phase is what the service reports: served its script, the machine is Booting,
-    // in describe and in the list (README: `get machines -l 'rack in (rack1)'`).
+    // in describe and in the list (docs/bare-metal.md: `get machines -l 'rack in (rack1)'`).
     assert.match(d.stdout, /^Phase: +Booting$/m);
+    assert.match(d.stdout, /^Reported by iPXE: +mac=52:54:00:10:00:03, client=127\.0\.0\.1$/m);
     assert.match((await cli(['get', 'machines', '-l', 'rack in (rack1)'], READER)).stdout, /^rack1-n3 +prod +flatcar-worker +Booting +0 +1 +\d+s$/m);
     // Pinned by its MAC, not the host name DHCP gave it: renamed, it still matches.
     assert.match(d.stdout, /^Selectors:\n {2}mac: +\["52:54:00:10:00:03"\]\n(?! {2}hostname)/m);

@@ -141,6 +141,83 @@ describe('/ui in Chromium', { skip }, () => {
     await context.close();
   });
 
+  it("shows a machine's identity as iPXE reported it, its labels and relative times; deletes it and dismisses a discovered one; an HTML 404", async () => {
+    const made = await api('POST', '/v1/machines', { apiVersion: API, kind: 'Machine', metadata: { name: 'node-id', labels: { rack: 'r7', role: 'worker' } }, spec: { selectors: { mac: ['52:54:00:14:01:02'] }, cluster: 'prod', profile: 'cc' } });
+    assert.equal(made.status, 201, made.body);
+    // The firmware's own query, as /boot.ipxe makes iPXE send it (src/boot/ipxe.ts).
+    await fetch(`${base}/ipxe?mac=52-54-00-14-01-02&uuid=4C4C4544-0042-3510-8052-B4C04F4E3232&serial_hex=${Buffer.from('SN-7').toString('hex')}&buildarch=x86_64&platform=efi`);
+    await fetch(`${base}/ipxe?mac=52:54:00:14:01:98`);
+    const context = await browser!.newContext();
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(e.message));
+    await page.goto(`${base}/ui`);
+    await page.getByLabel('Bearer token').fill(ADMIN);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Machines', exact: true }).waitFor();
+    const row = page.getByRole('row', { name: /node-id/ });
+    assert.match(await row.innerText(), /rack=r7, role=worker/);
+    assert.match((await row.locator('time').innerText()).trim(), /^\d+s ago$/);
+    assert.match((await row.locator('time').getAttribute('datetime')) ?? '', /^\d{4}-\d\d-\d\dT/);
+
+    // Dismiss the discovered machine that is not ours.
+    const stranger = page.getByRole('row', { name: /52:54:00:14:01:98/ });
+    await stranger.getByRole('button', { name: 'Dismiss' }).click();
+    await page.getByRole('heading', { name: 'Machines', exact: true }).waitFor();
+    assert.equal(await page.getByRole('row', { name: /52:54:00:14:01:98/ }).count(), 0);
+    assert.ok(!(await api('GET', '/v1/discovered', undefined, READER)).body.includes('52:54:00:14:01:98'));
+
+    await page.getByRole('link', { name: 'node-id' }).click();
+    await page.getByRole('heading', { name: /Machine node-id/ }).waitFor();
+    const facts = await page.locator('dl').innerText();
+    assert.match(facts, /Labels\s+rack=r7, role=worker/);
+    assert.match(facts, /Selected by\s+MAC 52:54:00:14:01:02/);
+    assert.match(facts, /Reported by iPXE at its latest boot\s+MAC 52:54:00:14:01:02, UUID 4c4c4544-0042-3510-8052-b4c04f4e3232, serial SN-7, arch x86_64, firmware efi, from 127\.0\.0\.1/);
+    // The API reports the same facts.
+    assert.deepEqual((JSON.parse((await api('GET', '/v1/machines/node-id', undefined, READER)).body) as { status: { firmware: unknown } }).status.firmware, {
+      mac: '52:54:00:14:01:02',
+      uuid: '4c4c4544-0042-3510-8052-b4c04f4e3232',
+      serial: 'SN-7',
+      buildarch: 'x86_64',
+      platform: 'efi',
+      client: '127.0.0.1',
+    });
+
+    // Delete: the box must be ticked (the browser keeps the form until it is).
+    await page.getByRole('button', { name: 'Delete machine' }).click();
+    assert.match(page.url(), /\/ui\/machines\/node-id$/);
+    await page.getByLabel(/Delete machine node-id/).check();
+    await page.getByRole('button', { name: 'Delete machine' }).click();
+    await page.getByRole('heading', { name: 'Machines', exact: true }).waitFor();
+    assert.equal((await api('GET', '/v1/machines/node-id', undefined, READER)).status, 404);
+
+    // Gone, and a path that never was: pages, not problem documents.
+    const gone = await page.goto(`${base}/ui/machines/node-id`);
+    assert.equal(gone!.status(), 404);
+    assert.match(gone!.headers()['content-type'] ?? '', /^text\/html/);
+    assert.match(gone!.headers()['content-security-policy'] ?? '', /default-src 'none'/);
+    await page.getByRole('alert').getByText('No machine is named node-id.').waitFor();
+    const nowhere = await page.goto(`${base}/ui/nowhere?x=1`);
+    assert.equal(nowhere!.status(), 404);
+    await page.getByRole('alert').getByText('There is no page at /ui/nowhere.').waitFor();
+    await page.getByRole('link', { name: 'Back to the fleet' }).click();
+    await page.getByRole('heading', { name: 'Machines', exact: true }).waitFor();
+    assert.deepEqual(problems, []);
+    await context.close();
+
+    // Without the box ticked the service refuses too; a read-only token sees neither action.
+    const cookie = await signIn(ADMIN);
+    const own = /name="csrf" value="([^"]+)"/.exec(await (await fetch(`${base}/ui/machines/node-ui`, { headers: { cookie } })).text())![1]!;
+    const unticked = await fetch(`${base}/ui/machines/node-ui/delete`, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: `csrf=${encodeURIComponent(own)}` });
+    assert.equal(unticked.status, 422);
+    assert.equal((await api('GET', '/v1/machines/node-ui', undefined, READER)).status, 200);
+    const reader = await signIn(READER);
+    const readOnly = await (await fetch(`${base}/ui/machines/node-ui`, { headers: { cookie: reader } })).text();
+    assert.ok(!readOnly.includes('Delete machine') && !(await (await fetch(`${base}/ui`, { headers: { cookie: reader } })).text()).includes('>Dismiss<'));
+    const refused = await fetch(`${base}/ui/machines/node-ui/delete`, { method: 'POST', redirect: 'manual', headers: { cookie: reader, 'content-type': 'application/x-www-form-urlencoded' }, body: 'csrf=x&confirm=yes' });
+    assert.equal(refused.status, 403);
+  });
+
   it('refuses an enrol without the form token, from another origin, or with a read-only token', async () => {
     const form = async (token: string, extra: Record<string, string> = {}) =>
       fetch(`${base}/ui/enrol`, { method: 'POST', redirect: 'manual', headers: { cookie: await signIn(token), 'content-type': 'application/x-www-form-urlencoded', ...extra }, body: 'csrf=x&name=n1&cluster=prod&profile=cc&mac=52:54:00:14:01:77' });

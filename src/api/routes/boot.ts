@@ -431,7 +431,9 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
         }
         return sendScript(reply, unknownMachineScript(identity, DEFAULT_RETRY_SECONDS, scriptBase), 'no-store');
       }
-      audited.set(request, { machine: machine.name, route: '/ipxe', event: { kind: 'booting' } });
+      const { mac, uuid, serial, hostname, buildarch, platform } = identity;
+      const firmware = Object.fromEntries(Object.entries({ mac, uuid, serial, hostname, buildarch, platform, client: request.ip }).filter(([, v]) => v !== undefined));
+      audited.set(request, { machine: machine.name, route: '/ipxe', event: { kind: 'booting', firmware } });
       const profile = await ctx.store.get('Profile', machine.spec.profile);
       const boot = profile.spec.boot;
       if (!boot) return sendScript(reply, retryScript([`no boot section in profile ${echoSafe(profile.name)}`], scriptBase), 'no-store');

@@ -28,13 +28,13 @@ import type { Scope } from '../../config.js';
 import { type FieldProblem, RequestError } from '../../errors.js';
 import { zodProblems } from '../../request/parse.js';
 import { jsonSafeSpec, WRITE_DOCUMENTS } from '../../store/documents.js';
-import { AlreadyExistsError, DuplicateSelectorError, InvalidArgumentError, MissingReferenceError } from '../../store/errors.js';
+import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, InvalidArgumentError, MissingReferenceError, NotFoundError } from '../../store/errors.js';
 import { type MachineSpec, RESOURCE_API_VERSION, resourceName, type StoredResource } from '../../store/resources.js';
 import { machineStatus, PHASES } from '../../store/status.js';
 import { parseLabelSelector } from '../../store/selector.js';
 import { checkWrite } from '../../store/writecheck.js';
 import { writeCheckContext } from './resources.js';
-import { fleetBody, type Filters, loginBody, machineBody, type MachineRow, messageBody, page } from '../../ui/pages.js';
+import { fleetBody, type Filters, loginBody, machineBody, type MachineRow, messageBody, notFoundBody, page } from '../../ui/pages.js';
 import { enrolmentSelectors } from '../../boot/match.js';
 import { hasScope } from '../auth.js';
 import { bearerSession, issueSession, type Session, verifySession } from '../session.js';
@@ -163,7 +163,7 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
     ...(q.continue ? { continue: q.continue } : {}),
   });
 
-  app.get('/ui', { schema: { ...hidden, querystring: filterQuery } }, async (request, reply) => {
+  app.get('/', { schema: { ...hidden, querystring: filterQuery } }, async (request, reply) => {
     const s = session(request, reply, ['read']);
     if (!s) return reply;
     const filters = filtersOf(request.query);
@@ -189,6 +189,8 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
         discovered: discovered.items,
         ...(discovered.continue ? { discoveredNext: `/ui?${new URLSearchParams({ discovered: discovered.continue }).toString()}` } : {}),
         canEnrol: hasScope(s.principal, 'write') && hasScope(s.principal, 'render'),
+        canWrite: hasScope(s.principal, 'write'),
+        now: new Date(),
         csrf,
         ...(nextQuery ? { next: nextQuery } : {}),
       }),
@@ -196,17 +198,42 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
     );
   });
 
-  app.get('/ui/state.json', { schema: { ...hidden, querystring: filterQuery } }, async (request, reply) => {
+  app.get('/state.json', { schema: { ...hidden, querystring: filterQuery } }, async (request, reply) => {
     const { session: s } = sessionOf(ctx, request);
     if (!s || !hasScope(s.principal, 'read')) return reply.code(401).type('application/json').send('{"error":"sign in"}');
     const { fleet, rows } = await fleetState(filtersOf(request.query));
     return reply.type('application/json').send(JSON.stringify({ machines: fleet.machines, phases: fleet.phases, rows: Object.fromEntries(rows.map((r) => [r.machine.name, r.status.phase])) }));
   });
 
-  app.get('/ui/machines/:name', { schema: { ...hidden, params: z.object({ name: resourceName }) } }, async (request, reply) => {
+  /** A machine, or (none of that name) an HTML 404 page sent and undefined. */
+  const machineOr404 = async (request: FastifyRequest, reply: FastifyReply, s: Session, name: string) => {
+    try {
+      return await ctx.store.get('Machine', name);
+    } catch (e) {
+      if (!(e instanceof NotFoundError)) throw e;
+      void send(request, reply, 404, 'Not found', notFoundBody(`No machine is named ${name}.`), { signedIn: true, csrf: formToken(ctx, s) });
+      return undefined;
+    }
+  };
+
+  /** Whether a POST came from this page with the session's form token; else a 403 page sent. */
+  const fromThisPage = (request: FastifyRequest, csrf: string | undefined, reply: FastifyReply, s: Session): boolean => {
+    if (sameOrigin(request) && formTokenMatches(ctx, s, csrf)) return true;
+    void send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page (its form token does not match): reload the page and try again.'), { signedIn: true, csrf: formToken(ctx, s) });
+    return false;
+  };
+
+  // Any other path under /ui: a page, not a problem document.
+  app.setNotFoundHandler((request, reply) => {
+    const { session: s } = sessionOf(ctx, request);
+    return send(request, reply, 404, 'Not found', notFoundBody(`There is no page at ${request.url.split('?')[0]!}.`), s ? { signedIn: true, csrf: formToken(ctx, s) } : {});
+  });
+
+  app.get('/machines/:name', { schema: { ...hidden, params: z.object({ name: resourceName }) } }, async (request, reply) => {
     const s = session(request, reply, ['read']);
     if (!s) return reply;
-    const machine = await ctx.store.get('Machine', request.params.name);
+    const machine = await machineOr404(request, reply, s, request.params.name);
+    if (!machine) return reply;
     const [records, audit, revisions, fetchCount] = await Promise.all([
       ctx.store.statuses([machine.name]),
       ctx.store.audit(machine.name, { limit: PAGE_ROWS }),
@@ -215,28 +242,60 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
     ]);
     const status = machineStatus(records.get(machine.name), new Date(), ctx.config.reportTimeoutSeconds);
     const csrf = formToken(ctx, s);
-    const body = machineBody(machine, status, audit, revisions, { csrf, canWrite: hasScope(s.principal, 'write'), fetchCount });
+    const body = machineBody(machine, status, audit, revisions, { csrf, canWrite: hasScope(s.principal, 'write'), fetchCount, now: new Date() });
     return send(request, reply, 200, `Machine ${machine.name}`, body, { signedIn: true, script: true, csrf });
   });
 
   // DELETE /v1/machines/NAME/fetches from the machine's page: the write scope, as the API.
   app.post(
-    '/ui/machines/:name/reset-fetches',
+    '/machines/:name/reset-fetches',
     { bodyLimit: FORM_LIMIT, schema: { ...hidden, params: z.object({ name: resourceName }), body: z.object({ csrf: z.string() }) } },
     async (request, reply) => {
       const s = session(request, reply, ['write']);
-      if (!s) return reply;
-      if (!sameOrigin(request) || !formTokenMatches(ctx, s, request.body.csrf)) {
-        return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page (its form token does not match): reload the page and try again.'), { signedIn: true, csrf: formToken(ctx, s) });
-      }
-      const machine = await ctx.store.get('Machine', request.params.name);
+      if (!s || !fromThisPage(request, request.body.csrf, reply, s)) return reply;
+      const machine = await machineOr404(request, reply, s, request.params.name);
+      if (!machine) return reply;
       await ctx.store.resetFetches(machine.name);
       request.log.info({ machine: machine.name, principal: s.principal.name }, 'machine fetches reset from the status page');
       return reply.code(303).header('location', `/ui/machines/${machine.name}`).send();
     },
   );
 
-  app.post('/ui/login', { bodyLimit: FORM_LIMIT, schema: { ...hidden, body: z.object({ token: z.string().max(4096) }) } }, async (request, reply) => {
+  // DELETE /v1/machines/NAME from the machine's page: the write scope, as the API; the form's box must be ticked.
+  app.post(
+    '/machines/:name/delete',
+    { bodyLimit: FORM_LIMIT, schema: { ...hidden, params: z.object({ name: resourceName }), body: z.object({ csrf: z.string(), confirm: z.string().optional() }) } },
+    async (request, reply) => {
+      const s = session(request, reply, ['write']);
+      if (!s || !fromThisPage(request, request.body.csrf, reply, s)) return reply;
+      if (request.body.confirm !== 'yes') return send(request, reply, 422, 'Delete', messageBody('Tick the box to confirm the delete.'), { signedIn: true, csrf: formToken(ctx, s) });
+      const machine = await machineOr404(request, reply, s, request.params.name);
+      if (!machine) return reply;
+      await ctx.store.delete('Machine', machine.name);
+      request.log.info({ machine: machine.name, principal: s.principal.name }, 'machine deleted from the status page');
+      return reply.code(303).header('location', '/ui').send();
+    },
+  );
+
+  // DELETE /v1/discovered/ID from the fleet page: the write scope, as the API.
+  app.post(
+    '/discovered/:id/dismiss',
+    { bodyLimit: FORM_LIMIT, schema: { ...hidden, params: z.object({ id: z.string().regex(/^\d{1,15}$/) }), body: z.object({ csrf: z.string() }) } },
+    async (request, reply) => {
+      const s = session(request, reply, ['write']);
+      if (!s || !fromThisPage(request, request.body.csrf, reply, s)) return reply;
+      try {
+        await ctx.store.deleteDiscovered(request.params.id);
+      } catch (e) {
+        if (!(e instanceof DiscoveredNotFoundError)) throw e;
+        return send(request, reply, 404, 'Not found', notFoundBody(`No discovered machine has the id ${request.params.id} (dismissed already?).`), { signedIn: true, csrf: formToken(ctx, s) });
+      }
+      request.log.info({ discovered: request.params.id, principal: s.principal.name }, 'discovered machine dismissed from the status page');
+      return reply.code(303).header('location', '/ui').send();
+    },
+  );
+
+  app.post('/login', { bodyLimit: FORM_LIMIT, schema: { ...hidden, body: z.object({ token: z.string().max(4096) }) } }, async (request, reply) => {
     if (!sameOrigin(request)) return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page.'));
     const token = request.body.token.trim();
     const principal = /^[\x21-\x7e]+$/.test(token) ? ctx.tokens.authenticate(`Bearer ${token}`) : undefined;
@@ -247,7 +306,7 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
     return reply.code(303).header('location', '/ui').send();
   });
 
-  app.post('/ui/logout', { bodyLimit: FORM_LIMIT, schema: { ...hidden, body: z.object({ csrf: z.string().optional() }) } }, async (request, reply) => {
+  app.post('/logout', { bodyLimit: FORM_LIMIT, schema: { ...hidden, body: z.object({ csrf: z.string().optional() }) } }, async (request, reply) => {
     // Signed in, the form token must match too (another site must not sign an operator out).
     const { session: s } = sessionOf(ctx, request);
     if (!sameOrigin(request) || (s !== undefined && !formTokenMatches(ctx, s, request.body.csrf))) return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page.'));
@@ -256,7 +315,7 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
   });
 
   app.post(
-    '/ui/enrol',
+    '/enrol',
     {
       bodyLimit: FORM_LIMIT,
       schema: {
@@ -275,10 +334,7 @@ export const uiRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, don
     },
     async (request, reply) => {
       const s = session(request, reply, ['write', 'render']);
-      if (!s) return reply;
-      if (!sameOrigin(request) || !formTokenMatches(ctx, s, request.body.csrf)) {
-        return send(request, reply, 403, 'Not allowed', messageBody('The form was not sent from this page (its form token does not match): reload the page and try again.'), { signedIn: true, csrf: formToken(ctx, s) });
-      }
+      if (!s || !fromThisPage(request, request.body.csrf, reply, s)) return reply;
       const { name, cluster, profile, mac, uuid, serial, hostname } = request.body;
       // An empty form field is a selector not given.
       const filled = (v: string | undefined) => (v === '' ? undefined : v);

@@ -15,7 +15,8 @@
  */
 import { EXIT, UsageError, type Command, type Parsed } from '../commands.js';
 import { clientFrom, CONNECTION_FLAGS, type InventoryClient } from './client.js';
-import { age, type DiscoveredDocument, KIND_NAMES, kindOf, orNone, printable, type ResourceDocument, table } from './kinds.js';
+import { age } from '../../kube/duration.js';
+import { type DiscoveredDocument, KIND_NAMES, kindOf, orNone, printable, type ResourceDocument, table } from './kinds.js';
 
 /** `bootwright describe`. */
 export const DESCRIBE: Command = {
@@ -224,6 +225,7 @@ export async function runDescribe(parsed: Parsed, out: NodeJS.WritableStream): P
     served?: Record<string, unknown>;
     lastReport?: Record<string, unknown>;
     warnings?: { rule: string; path: string; message: string; since: number }[];
+    firmware?: Record<string, string>;
   };
   const now = new Date();
   let text = block([
@@ -236,6 +238,14 @@ export async function runDescribe(parsed: Parsed, out: NodeJS.WritableStream): P
     ['Taints', (spec.taints ?? []).length ? JSON.stringify(spec.taints) : '<none>'],
     ['Max fetches', orNone(spec.maxFetches)],
     ['Phase', status.phase ?? '<none> (the service reports no phase)'],
+    [
+      'Reported by iPXE',
+      status.firmware
+        ? Object.entries(status.firmware)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(', ') || '<none>'
+        : '<none> (no /ipxe since this was recorded)',
+    ],
   ]);
   const selectors = Object.fromEntries(Object.entries(spec.selectors).filter(([, v]) => !(Array.isArray(v) && v.length === 0) && !(typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0)));
   text += `Selectors:\n${Object.keys(selectors).length ? fields(selectors) : '  <none>\n'}`;

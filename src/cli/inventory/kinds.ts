@@ -7,6 +7,7 @@ import { RESOURCE_KINDS, type ResourceKind } from '../../store/resources.js';
 import { UsageError } from '../commands.js';
 import { dumpYaml } from '../../yaml/dump.js';
 import type { DiscoveredMachine } from '../../store/store.js';
+import { age } from '../../kube/duration.js';
 
 /** A resource document as the service answers it (the fields the CLI reads). */
 export interface ResourceDocument {
@@ -51,27 +52,6 @@ export const collectionOf = (kind: CliKind): string => (kind === 'Discovered' ? 
 /** `kind/name` as kubectl prints it (`machine/node-1`). */
 /** `kind/name`, as kubectl prints a reference; the name {@link printable}. */
 export const ref = (kind: CliKind, name: string): string => `${kind.toLowerCase()}/${printable(name)}`;
-
-/**
- * A duration as kubectl's `HumanDuration` prints ages (k8s.io/apimachinery duration.go):
- * seconds below 2 minutes, minutes below 3 hours (with seconds below 10), hours below
- * 2 days (with minutes below 8 hours), days below 2 years (with hours below 8 days).
- */
-export function age(fromIso: string, now: Date = new Date()): string {
-  const s = Math.max(0, Math.floor((now.getTime() - Date.parse(fromIso)) / 1000));
-  if (!Number.isFinite(s)) return '<unknown>';
-  if (s < 120) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 10) return s % 60 === 0 ? `${m}m` : `${m}m${s % 60}s`;
-  if (m < 180) return `${m}m`;
-  const h = Math.floor(m / 60);
-  if (h < 8) return m % 60 === 0 ? `${h}h` : `${h}h${m % 60}m`;
-  if (h < 48) return `${h}h`;
-  const d = Math.floor(h / 24);
-  if (d < 8) return h % 24 === 0 ? `${d}d` : `${d}d${h % 24}h`;
-  if (d < 730) return `${d}d`;
-  return `${Math.floor(d / 365)}y`;
-}
 
 /** Characters a terminal acts on: C0 controls (line feed and tab too), DEL, C1 controls, and the Unicode line separators and bidirectional overrides. */
 const TERMINAL_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
