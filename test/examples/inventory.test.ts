@@ -52,6 +52,18 @@ async function assertKubeadmValid(yaml: string, version: string): Promise<void> 
   assert.deepEqual(verdict.problems, [], `${verdict.kubeadm}: ${verdict.problems.join('\n')}`);
 }
 
+describe('the example machines', () => {
+  it('a machine with maxFetches says beside it that every diskless boot uses one fetch', () => {
+    for (const file of ['flatcar/machine.yaml', 'ubuntu/machine.yaml']) {
+      const text = readFileSync(join(EXAMPLES, file), 'utf8');
+      if (!/^\s*maxFetches:/m.test(text)) continue;
+      const comment = /((?:^ *#.*\n)+) *maxFetches:/m.exec(text)?.[1] ?? '';
+      assert.match(comment, /every boot/, `${file}: the comment above maxFetches`);
+      assert.match(comment, /reset-fetches/, `${file}: the comment names the way to reset it`);
+    }
+  });
+});
+
 describe('the Flatcar example', () => {
   const version = flatcar.spec.kubernetesVersion as string;
 
