@@ -137,6 +137,50 @@ describe('per-machine bootstrap tokens on a real API server', { skip, timeout: 2
     assert.equal((ref.json.errors as { path: string }[])[0]!.path, 'spec.workloadKubeconfig.secretRef');
   });
 
+  it("a Cluster naming its kubeconfig Secret in the management cluster (Cluster API's <cluster>-kubeconfig) mints through it", async () => {
+    // The management cluster is this API server too; its Secret holds the workload cluster's kubeconfig.
+    const created = await cp.request('POST', '/api/v1/namespaces/default/secrets', {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'capi-kubeconfig', labels: { 'cluster.x-k8s.io/cluster-name': 'capi' } },
+      type: 'cluster.x-k8s.io/secret',
+      data: { value: Buffer.from(cp.kubeconfig).toString('base64') },
+    });
+    assert.equal(created.status, 201);
+    const managedStore = await openSqliteStore(':memory:');
+    const managed = await testService({ managementKubeconfig: path.join(dir, 'workload.kubeconfig'), publicUrl: `http://${HOST}`, allowedHosts: [], firstFetchWins: false }, { store: managedStore });
+    try {
+      const write = async (kind: string, collection: string, name: string, spec: unknown) => {
+        const res = await managed.app.inject({ method: 'POST', url: `/v1/${collection}`, headers: { authorization: `Bearer ${ADMIN}`, host: HOST }, payload: { apiVersion: API, kind, metadata: { name }, spec } });
+        assert.equal(res.statusCode, 201, res.body);
+      };
+      await write('Cluster', 'clusters', 'capi', clusterSpec({ name: 'capi', workloadKubeconfig: { secretRef: { namespace: 'default', name: 'capi-kubeconfig' } } }));
+      await write('Profile', 'profiles', 'ign', { role: 'worker', kubernetesVersion: 'v1.33.2', output: { format: 'ignition' }, boot: { kernel: 'http://images.example.com/vmlinuz' } });
+      await write('Machine', 'machines', 'node-capi', { selectors: { mac: ['52:54:00:31:00:09'] }, cluster: 'capi', profile: 'ign' });
+      // A Secret not there yet is stored (Cluster API writes <cluster>-kubeconfig once the
+      // control plane is up); a join machine's fetch waits for it: 503 with Retry-After.
+      await write('Cluster', 'clusters', 'later', clusterSpec({ name: 'later', workloadKubeconfig: { secretRef: { namespace: 'default', name: 'later-kubeconfig' } } }));
+      await write('Machine', 'machines', 'node-later', { selectors: { mac: ['52:54:00:31:00:0a'] }, cluster: 'later', profile: 'ign' });
+      const early = new URL(/ignition\.config\.url=(\S+)/.exec((await managed.app.inject({ url: '/ipxe?mac=52:54:00:31:00:0a', headers: { host: HOST } })).body)![1]!);
+      const waiting = await managed.app.inject({ url: early.pathname + early.search, headers: { host: HOST, accept: IGN } });
+      assert.equal(waiting.statusCode, 503, waiting.body);
+      assert.match(String(waiting.headers['retry-after']), /^\d+$/);
+      assert.doesNotMatch(waiting.body, /later-kubeconfig|default\//, 'the Secret is not named to the firmware');
+      const script = (await managed.app.inject({ url: '/ipxe?mac=52:54:00:31:00:09', headers: { host: HOST } })).body;
+      const url = new URL(/ignition\.config\.url=(\S+)/.exec(script)![1]!);
+      const res = await managed.app.inject({ url: url.pathname + url.search, headers: { host: HOST, accept: IGN } });
+      assert.equal(res.statusCode, 200, res.body);
+      const { token, id } = servedToken(res.body, 'ignition');
+      assert.equal((await secret(id))?.type, 'bootstrap.kubernetes.io/token');
+      const who = await whoAmI(token);
+      assert.ok(typeof who === 'object', `the API server refused the minted token: ${String(who)}`);
+      assert.equal(who.username, `system:bootstrap:${id}`);
+    } finally {
+      await managed.app.close();
+      await managedStore.close();
+    }
+  });
+
   it("a fetch mints a token the API server authenticates as kubeadm's, with the cluster's TTL; a refetch serves the same", async () => {
     const started = Date.now();
     const res = await boot('52:54:00:31:00:01', 'ignition');
