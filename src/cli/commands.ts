@@ -32,6 +32,8 @@ export interface Flag {
   type: 'string' | 'boolean';
   /** The value's placeholder in help, e.g. `FILE`. */
   value?: string;
+  /** A `string` flag that may be given more than once (`-f a.yaml -f b.yaml`): its value is then a list. */
+  multiple?: boolean;
   help: string;
 }
 
@@ -63,7 +65,7 @@ const HELP_FLAG: Flag = { name: 'help', short: 'h', type: 'boolean', help: 'show
 
 /** The parsed flags and positionals of one command line. */
 export interface Parsed {
-  values: Record<string, string | boolean | undefined>;
+  values: Record<string, string | boolean | string[] | undefined>;
   positionals: string[];
 }
 
@@ -77,7 +79,7 @@ export interface Parsed {
 export function parseCommand(command: Command, args: string[]): Parsed {
   const flags = [...command.flags, HELP_FLAG];
   const options: NonNullable<ParseArgsConfig['options']> = {};
-  for (const f of flags) options[f.name] = f.short ? { type: f.type, short: f.short } : { type: f.type };
+  for (const f of flags) options[f.name] = { type: f.type, ...(f.short ? { short: f.short } : {}), ...(f.multiple ? { multiple: true } : {}) };
   let parsed: Parsed;
   try {
     parsed = parseArgs({ args, options, allowPositionals: true, strict: true }) as Parsed;

@@ -250,7 +250,8 @@ describe('kubectl habits: round trips, dry runs, diff, delete -f, describe', () 
     assert.match(changed.stdout, /^--- live\/machine\/rack1-n1\n\+\+\+ merged\/machine\/rack1-n1\n@@ /);
     assert.match(changed.stdout, /^- {4}state: burn-in$/m);
     assert.match(changed.stdout, /^- {2}revision: 2\n\+ {2}revision: 3$/m);
-    const created = await cli(['diff', '-f', join(dir, 'rt.yaml')]);
+    // -f again for more files, as kubectl takes it.
+    const created = await cli(['diff', '-f', join(dir, 'prod.yaml'), '-f', join(dir, 'rt.yaml')]);
     assert.equal(created.code, 1);
     assert.match(created.stdout, /^--- \/dev\/null\n\+\+\+ merged\/cluster\/rt\n@@ -0,0 \+1,\d+ @@\n\+apiVersion: bootwright\.dev\/v1alpha1\n\+kind: Cluster\n/);
     assert.equal(await revisionOf('/v1/machines/rack1-n1'), 2);

@@ -15,7 +15,7 @@ import type { ResourceDocument } from './kinds.js';
 
 /** The `-f` and `-R` flags. */
 export const FILE_FLAGS: Flag[] = [
-  { name: 'filename', short: 'f', type: 'string', value: 'FILE', help: 'a file, a directory of .yaml, .yml and .json files, or - for standard input' },
+  { name: 'filename', short: 'f', type: 'string', multiple: true, value: 'FILE', help: 'a file, a directory of .yaml, .yml and .json files, or - for standard input (again for more)' },
   { name: 'recursive', short: 'R', type: 'boolean', help: 'with a directory, also the files of its subdirectories' },
 ];
 
@@ -114,11 +114,12 @@ function manifestsOf(text: string, file: string, problems: FieldProblem[]): Mani
  *   name, before anything is sent.
  */
 export async function readManifests(parsed: Parsed, command: string, stdin: () => Promise<Buffer>): Promise<Manifest[]> {
-  const file = parsed.values.filename as string | undefined;
-  if (file === undefined) throw new UsageError('-f FILE|DIR|- is required', command);
+  const given = (parsed.values.filename as string[] | undefined) ?? [];
+  if (given.length === 0) throw new UsageError('-f FILE|DIR|- is required', command);
+  if (given.filter((f) => f === '-').length > 1) throw new UsageError('-f - (standard input) can be given once', command);
   const manifests: Manifest[] = [];
   const problems: FieldProblem[] = [];
-  for (const f of files(file, parsed.values.recursive === true)) {
+  for (const f of given.flatMap((g) => files(g, parsed.values.recursive === true))) {
     const name = f === '-' ? 'stdin' : f;
     let bytes: Buffer;
     try {
@@ -135,7 +136,7 @@ export async function readManifests(parsed: Parsed, command: string, stdin: () =
     }
   }
   if (problems.length > 0) throw new RequestError(problems, 400);
-  if (manifests.length === 0) throw new RequestError([{ path: file, message: 'holds no documents' }], 400);
+  if (manifests.length === 0) throw new RequestError([{ path: given.join(', '), message: given.length > 1 ? 'hold no documents' : 'holds no documents' }], 400);
   return manifests;
 }
 
