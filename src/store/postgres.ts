@@ -80,8 +80,10 @@ import {
   type WriteOptions,
 } from './store.js';
 
-/** {@link trimServedAuditSql} in PostgreSQL's placeholders: the machine, the route, then the number of its newest served rows of that class to keep less one. */
-const TRIM_SERVED_AUDIT = trimServedAuditSql(['$1', '$1'], ['$2::text', '$2::text'], '$3');
+/** Write a machine's status record, given the placeholders of the machine, phase, since and the record's JSON. */
+const upsertStatusSql = (machine: string, phase: string, since: string, record: string) =>
+  `INSERT INTO machine_status (machine, phase, since, record) VALUES (${machine}, ${phase}, ${since}, ${record}) ON CONFLICT (machine) DO UPDATE SET phase = excluded.phase, since = excluded.since, record = excluded.record`;
+const UPSERT_STATUS = upsertStatusSql('$1', '$2', '$3', '$4');
 
 /** Options of {@link openPostgresStore}. */
 export interface PostgresStoreOptions {
@@ -473,16 +475,31 @@ export class PostgresStore implements Store {
         await this.pool.query(insert, values);
         return true;
       }
+      // Round trips: BEGIN, the claim (expired claims dropped in the same statement), the
+      // status row read under its lock, one statement writing the status, the audit row and
+      // the trim, COMMIT.
       return this.transaction(async (client) => {
         if (claim) {
-          await client.query('DELETE FROM claimed_urls WHERE expires_at <= $1', [Math.floor(this.now().getTime() / 1000)]);
-          const inserted = await client.query('INSERT INTO claimed_urls (key, machine, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING', [claim.key, entry.machine, claim.expiresAt]);
-          if (inserted.rowCount !== 1) return false;
+          const claimed = await client.query(
+            'WITH expired AS (DELETE FROM claimed_urls WHERE expires_at <= $4) INSERT INTO claimed_urls (key, machine, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING',
+            [claim.key, entry.machine, claim.expiresAt, Math.floor(this.now().getTime() / 1000)],
+          );
+          if (claimed.rowCount !== 1) return false;
         }
         // The status first: a fetch it flags (without /ipxe) says so in its audit row.
-        const flag = event ? (await this.applyStatus(client, entry.machine, event)).flag : undefined;
-        await client.query(insert, flag ? auditValues({ ...entry, reason: flag }, at) : values);
-        if (max !== undefined) await client.query(TRIM_SERVED_AUDIT, [entry.machine, entry.route, max - 1]);
+        const applied = event ? await this.lockedStatus(client, entry.machine, event) : undefined;
+        const params: unknown[] = applied?.flag ? auditValues({ ...entry, reason: applied.flag }, at) : values;
+        // Data-modifying CTEs all run, on one snapshot: the trim does not see the new audit
+        // row, so it keeps one fewer of the older ones.
+        const parts = [`audit_row AS (INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (${params.map((_v, i) => `$${i + 1}`).join(', ')}))`];
+        if (applied?.accepted) {
+          const { record } = applied;
+          params.push(record.phase, record.since, JSON.stringify(record));
+          const n = params.length;
+          parts.push(`status_row AS (${upsertStatusSql('$1', `$${n - 2}`, `$${n - 1}`, `$${n}`)})`);
+        }
+        if (max !== undefined) parts.push(`trimmed AS (${trimServedAuditSql(['$1', '$1'], ['$2::text', '$2::text'], max >= 2 ? String(max - 2) : undefined)})`);
+        await client.query(`WITH ${parts.join(', ')} SELECT 1`, params);
         return true;
       });
     }
@@ -595,18 +612,28 @@ export class PostgresStore implements Store {
 
   /** Apply a lifecycle event inside a transaction; `accepted` false when it was refused ({@link Store.updateStatus}). */
   private async applyStatus(client: pg.PoolClient, machine: string, event: StatusEvent): Promise<ReturnType<typeof applyEvent>> {
-    // One writer per machine status at a time, on every replica.
-    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`status/${machine}`]);
-    const row = (await client.query<StatusRow>('SELECT * FROM machine_status WHERE machine = $1', [machine])).rows[0];
-    const applied = applyEvent(row ? toStatusRecord(row) : undefined, event, this.timestamp());
+    const applied = await this.lockedStatus(client, machine, event);
     const { record, accepted } = applied;
-    if (accepted) {
-      await client.query(
-        'INSERT INTO machine_status (machine, phase, since, record) VALUES ($1, $2, $3, $4) ON CONFLICT (machine) DO UPDATE SET phase = excluded.phase, since = excluded.since, record = excluded.record',
-        [machine, record.phase, record.since, JSON.stringify(record)],
-      );
-    }
+    if (accepted) await client.query(UPSERT_STATUS, [machine, record.phase, record.since, JSON.stringify(record)]);
     return applied;
+  }
+
+  /**
+   * A lifecycle event applied to the machine's status record, read under a lock held to
+   * the end of the transaction, so writers of one machine's status go one after another
+   * on every replica; the caller writes the record. The row's own lock (`FOR UPDATE`,
+   * which reads the row's latest version once it is granted): one round trip. A machine
+   * with no row yet (its first event) is serialised on an advisory lock instead and read
+   * again after it (a statement's snapshot predates a lock it waited for); a writer that
+   * finds the row once another created it waits on the row's lock.
+   */
+  private async lockedStatus(client: pg.PoolClient, machine: string, event: StatusEvent): Promise<ReturnType<typeof applyEvent>> {
+    let row = (await client.query<StatusRow>('SELECT * FROM machine_status WHERE machine = $1 FOR UPDATE', [machine])).rows[0];
+    if (!row) {
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`status/${machine}`]);
+      row = (await client.query<StatusRow>('SELECT * FROM machine_status WHERE machine = $1 FOR UPDATE', [machine])).rows[0];
+    }
+    return applyEvent(row ? toStatusRecord(row) : undefined, event, this.timestamp());
   }
 
   /** @inheritdoc */

@@ -161,9 +161,11 @@ const UNAUTHENTICATED_LIST = UNAUTHENTICATED_SERVED_ROUTES.map((r) => `'${r}'`).
  * newest `keep`: the statement for both stores, given how each spells its placeholders
  * for the machine (twice), the route (twice) and `keep - 1`. The cut-off is found by
  * walking at most `keep` of the machine's rows of that class in the `(machine, id)` index.
+ * With no offset (`keep` 0) every such row is deleted.
  */
-export function trimServedAuditSql(machine: [string, string], route: [string, string], offset: string): string {
+export function trimServedAuditSql(machine: [string, string], route: [string, string], offset: string | undefined): string {
   const sameClass = (r: string) => `(route IN (${UNAUTHENTICATED_LIST})) = (${r} IN (${UNAUTHENTICATED_LIST}))`;
+  if (offset === undefined) return `DELETE FROM audit WHERE machine = ${machine[0]} AND status < 400 AND ${sameClass(route[0])}`;
   return (
     `DELETE FROM audit WHERE machine = ${machine[0]} AND status < 400 AND ${sameClass(route[0])} AND id < ` +
     `(SELECT id FROM audit WHERE machine = ${machine[1]} AND status < 400 AND ${sameClass(route[1])} ORDER BY id DESC LIMIT 1 OFFSET ${offset})`

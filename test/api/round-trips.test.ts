@@ -1,0 +1,85 @@
+/**
+ * Round trips to PostgreSQL per firmware request, counted on the client's own query log
+ * (every `pg.Client#query` the service makes while one request is answered), so a change
+ * that adds one fails here rather than in a boot storm (issue 32). Counted through the
+ * service on a real database: `/ipxe` of a registered machine, then its `/ignition` fetch.
+ * The figures asserted are today's, each statement named: the aim is at most 4.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { openPostgresStore, type PostgresStore } from '../../src/store/postgres.js';
+import { testDatabase } from '../support/postgres.js';
+import { example } from '../support/requests.js';
+import { ADMIN, testService, type TestService } from '../support/server.js';
+
+const API = 'bootwright.dev/v1alpha1';
+const HOST = 'boot.example.test';
+const url = await testDatabase('round trips to PostgreSQL per firmware request');
+
+if (url !== undefined) {
+  const databaseUrl = url;
+  let store: PostgresStore;
+  let svc: TestService;
+  const log: string[] = [];
+  const query = pg.Client.prototype.query;
+
+  before(async () => {
+    store = await openPostgresStore(databaseUrl);
+    svc = await testService({ publicUrl: `http://${HOST}`, allowedHosts: [], prerenderMax: 0 }, { store });
+    const cluster = (example('worker').spec as { cluster: Record<string, unknown> }).cluster;
+    for (const [collection, kind, name, spec] of [
+      ['clusters', 'Cluster', 'prod', { ...cluster, name: 'prod' }],
+      ['profiles', 'Profile', 'ign', { role: 'worker', kubernetesVersion: 'v1.33.2', output: { format: 'ignition' }, boot: { kernel: 'http://images.example.com/vmlinuz' } }],
+      ['machines', 'Machine', 'node-1', { selectors: { mac: ['52:54:00:32:00:01'] }, cluster: 'prod', profile: 'ign' }],
+    ] as const) {
+      const res = await svc.app.inject({ method: 'POST', url: `/v1/${collection}`, headers: { authorization: `Bearer ${ADMIN}` }, payload: { apiVersion: API, kind, metadata: { name }, spec } });
+      assert.equal(res.statusCode, 201, res.body);
+    }
+    // Every query text the service sends, from here on.
+    pg.Client.prototype.query = function (this: pg.Client, ...args: Parameters<typeof query>) {
+      const q = args[0] as unknown;
+      log.push((typeof q === 'string' ? q : (q as { text: string }).text).replace(/\s+/g, ' ').split(' ').slice(0, 4).join(' '));
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+  });
+  after(async () => {
+    pg.Client.prototype.query = query;
+    await svc.app.close();
+    await store.close();
+  });
+
+  /** The statements one request makes: its log, each cut to its first words. */
+  const statements = async (path: string, headers: Record<string, string> = {}) => {
+    log.length = 0;
+    const res = await svc.app.inject({ url: path, headers: { host: HOST, ...headers } });
+    assert.equal(res.statusCode, 200, res.body);
+    return { body: res.body, log: [...log] };
+  };
+
+  describe('round trips per firmware request on PostgreSQL', () => {
+    it('/ipxe: 8 on a first boot, 6 after; /ignition: 9', async () => {
+      const reads = ['SELECT v.* FROM resources', 'SELECT v.* FROM resources'];
+      const first = await statements('/ipxe?mac=52:54:00:32:00:01');
+      // No status row yet: the first event waits on an advisory lock and reads again.
+      assert.deepEqual(first.log, [...reads, 'BEGIN', 'SELECT * FROM machine_status', 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', 'SELECT * FROM machine_status', 'WITH audit_row AS (INSERT', 'COMMIT']);
+      const again = await statements('/ipxe?mac=52:54:00:32:00:01');
+      // The status row's own lock, read in the same statement; status, audit row and trim in one.
+      assert.deepEqual(again.log, [...reads, 'BEGIN', 'SELECT * FROM machine_status', 'WITH audit_row AS (INSERT', 'COMMIT']);
+      const config = new URL(/ignition\.config\.url=(\S+)/.exec(again.body)![1]!);
+      const fetch = await statements(config.pathname + config.search, { accept: 'application/vnd.coreos.ignition+json;version=3.4.0' });
+      assert.deepEqual(fetch.log, [
+        // The machine, its cluster and its profile.
+        ...reads,
+        'SELECT v.* FROM resources',
+        // First fetch wins: already claimed? Then the claim, with expired claims dropped, in the transaction.
+        'SELECT 1 FROM claimed_urls',
+        'BEGIN',
+        'WITH expired AS (DELETE',
+        'SELECT * FROM machine_status',
+        'WITH audit_row AS (INSERT',
+        'COMMIT',
+      ]);
+    });
+  });
+}
