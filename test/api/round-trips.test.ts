@@ -22,6 +22,7 @@ if (url !== undefined) {
   let store: PostgresStore;
   let svc: TestService;
   const log: string[] = [];
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be called with its client as `this`, and put back after
   const query = pg.Client.prototype.query;
 
   before(async () => {
