@@ -37,6 +37,9 @@ export const DEFAULT_RETRY_SECONDS = 10;
 /** URL schemes iPXE fetches that bootwright accepts for kernels and initrds. */
 const BOOT_SCHEMES = new Set(['http:', 'https:', 'tftp:']);
 
+/** The path under the service's base URL that `BOOTWRIGHT_ASSETS_DIR` is served at (src/api/routes/assets.ts). */
+export const ASSETS_PREFIX = '/assets/';
+
 /**
  * Why `token` cannot be written literally as one argument of an iPXE script line, or
  * undefined when it can (see the module comment for iPXE's rules).

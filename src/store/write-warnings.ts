@@ -5,12 +5,9 @@
  * `Warning: text`), never as a refusal.
  */
 import type { FieldProblem } from '../errors.js';
-import { resolveBootUrl } from '../boot/ipxe.js';
+import { ASSETS_PREFIX, resolveBootUrl } from '../boot/ipxe.js';
 import { routeUrl } from '../boot/sign.js';
 import type { ProfileSpec } from './resources.js';
-
-/** The path under the service's base URL that `BOOTWRIGHT_ASSETS_DIR` is served at. */
-const ASSETS_PATH = '/assets/';
 
 /**
  * A profile's boot references (`spec.boot.kernel`, `spec.boot.initrd[i]`) that resolve
@@ -26,7 +23,7 @@ const ASSETS_PATH = '/assets/';
  */
 export function bootPathWarnings(spec: ProfileSpec, baseUrl: string, assetsDir: string | undefined): FieldProblem[] {
   if (!spec.boot) return [];
-  const service = routeUrl(baseUrl, ASSETS_PATH);
+  const service = routeUrl(baseUrl, ASSETS_PREFIX);
   const references: [string, string][] = [['spec.boot.kernel', spec.boot.kernel], ...spec.boot.initrd.map((r, i): [string, string] => [`spec.boot.initrd[${i}]`, r])];
   const warnings: FieldProblem[] = [];
   for (const [path, reference] of references) {

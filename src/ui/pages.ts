@@ -90,6 +90,20 @@ export interface Filters {
 
 const phaseBadge = (id: string | undefined, phase: Phase) => html`<span class="phase ${phase}"${id ? html` id="${id}"` : ''}>${phase}</span>`;
 
+/** `MAC aa:…, UUID …` of the identity fields that are set. */
+const identityText = (i: { mac?: string | readonly string[]; uuid?: string; serial?: string; hostname?: string; buildarch?: string; platform?: string; client?: string }) =>
+  [
+    i.mac !== undefined && i.mac.length > 0 && `MAC ${typeof i.mac === 'string' ? i.mac : i.mac.join(', ')}`,
+    i.uuid && `UUID ${i.uuid}`,
+    i.serial && `serial ${i.serial}`,
+    i.hostname && `host ${i.hostname}`,
+    i.buildarch && `arch ${i.buildarch}`,
+    i.platform && `firmware ${i.platform}`,
+    i.client && `from ${i.client}`,
+  ]
+    .filter(Boolean)
+    .join(', ');
+
 /** The fleet page: counts by phase, the filter form, the machine table, the discovered machines (with enrol forms when allowed). */
 export function fleetBody(input: {
   fleet: FleetCounts;
@@ -109,9 +123,7 @@ export function fleetBody(input: {
 }): Html {
   const { fleet, rows, filters } = input;
   const discovered = input.discovered.map((d, i) => {
-    const identity = [d.mac && `MAC ${d.mac}`, d.uuid && `UUID ${d.uuid}`, d.serial && `serial ${d.serial}`, d.hostname && `host ${d.hostname}`, d.buildarch && `arch ${d.buildarch}`, d.platform && `firmware ${d.platform}`]
-      .filter(Boolean)
-      .join(', ');
+    const identity = identityText(d);
     const suggested = (d.hostname ?? (d.mac ? `m-${d.mac.replaceAll(':', '')}` : `m-${i}`)).toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '').slice(0, 63) || `m-${i}`;
     const dismiss = input.canWrite
       ? html`<form class="inline" method="post" action="/ui/discovered/${d.id}/dismiss"><input type="hidden" name="csrf" value="${input.csrf}"><button type="submit">Dismiss</button></form>`
@@ -161,19 +173,6 @@ export interface MachineActions {
   now: Date;
 }
 
-/** `MAC aa:…, UUID …` of the identity fields that are set. */
-const identityText = (i: { mac?: string | readonly string[]; uuid?: string; serial?: string; hostname?: string; buildarch?: string; platform?: string; client?: string }) =>
-  [
-    i.mac !== undefined && i.mac.length > 0 && `MAC ${typeof i.mac === 'string' ? i.mac : i.mac.join(', ')}`,
-    i.uuid && `UUID ${i.uuid}`,
-    i.serial && `serial ${i.serial}`,
-    i.hostname && `host ${i.hostname}`,
-    i.buildarch && `arch ${i.buildarch}`,
-    i.platform && `firmware ${i.platform}`,
-    i.client && `from ${i.client}`,
-  ]
-    .filter(Boolean)
-    .join(', ');
 
 /** A machine's page: its status, fetch count (with a reset form when allowed), timeline (transitions, fetches and reports from the audit log) and revisions. */
 export function machineBody(

@@ -20,6 +20,7 @@
  * ({@link PASSIVE_TYPES}); HTML, SVG, XML, JavaScript and the rest are
  * `application/octet-stream`. iPXE, curl and Ignition read the bytes and ignore all three.
  */
+import { ASSETS_PREFIX } from '../../boot/ipxe.js';
 import { realpathSync, statSync } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
 import fastifyStatic from '@fastify/static';
@@ -27,8 +28,6 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ConfigError } from '../../config.js';
 import type { ServiceContext } from '../context.js';
 
-/** The URL prefix assets are served under. */
-export const ASSETS_PREFIX = '/assets/';
 
 /**
  * The assets directory, absolute.
