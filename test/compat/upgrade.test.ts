@@ -26,7 +26,7 @@ import { checkIgnitionRules } from '../../src/provision/ignition/rules.js';
 import { missingDependency } from '../support/missing.js';
 import { createDatabase, dropDatabase, maskUrl } from '../support/postgres.js';
 import { type ServeProcess, startProcess } from '../support/process.js';
-import { buildRelease, type Release, REPO, upgradeSources } from '../support/releases.js';
+import { buildRelease, type Release, RELEASES, REPO, upgradeSources } from '../support/releases.js';
 import { cloudInitSchema, ignitionValidate, ignitionValidateKnows, validateCloudConfigSchema, validateIgnitionSchema } from '../support/validators.js';
 import { type Converter, type StoredCase, storedCases } from './corpus.js';
 
@@ -48,6 +48,18 @@ try {
 } catch (e) {
   sourcesProblem = (e as Error).message;
 }
+
+describe('the releases upgraded from', () => {
+  it('are v0.1.0 and the newest release before this tree, tags or not', { skip: skip || sourcesProblem !== undefined }, () => {
+    // Every recorded release is an ancestor of this tree, so the newest is the last one
+    // recorded unless a newer tag exists; either way, two sources and the baseline first.
+    assert.equal(sources[0]?.name, 'v0.1.0');
+    assert.equal(sources.length, 2, JSON.stringify(sources));
+    const newest = RELEASES[RELEASES.length - 1]!;
+    // The newest recorded release, or a tag made after it (not in the list).
+    assert.ok(sources[1]!.commit === newest.commit || !RELEASES.some((r) => r.commit === sources[1]!.commit), JSON.stringify(sources));
+  });
+});
 
 /** A store an earlier release writes and this tree takes over. */
 interface StoreUnderTest {

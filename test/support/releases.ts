@@ -23,10 +23,21 @@ const run = promisify(execFile);
 export const REPO = path.resolve(new URL('../..', import.meta.url).pathname);
 
 /**
- * The release before boot reports, the first that stored machines (issue 27), and the
- * baseline until a tag exists. Tagged `v0.1.0`.
+ * The releases made so far, oldest first: each version's name and the commit it was
+ * released from (the last commit whose CHANGELOG.md had that version on top, before the
+ * next version's section opened). Kept here as well as in tags, since a clone does not
+ * always carry tags (a mirror, `git clone --no-tags`, a CI checkout), and an upgrade
+ * test that silently found no tag would test the baseline alone.
  */
-export const BASELINE_COMMIT = '7f544b7382db24b2968150dddf7a05e79f6379cd';
+export const RELEASES: readonly Release[] = [
+  // The release before boot reports, the first that stored machines (issue 27).
+  { name: 'v0.1.0', commit: '7f544b7382db24b2968150dddf7a05e79f6379cd' },
+  // CHANGELOG.md "v0.2.0 — 2026-12-03"; v0.3.0's section opened in the next commit, 071738c.
+  { name: 'v0.2.0', commit: 'cd545541c91ad55066f928b0c4c310d61b7cd4bf' },
+];
+
+/** The baseline every upgrade is tested from: v0.1.0, the first release that stored machines. */
+export const BASELINE_COMMIT = RELEASES[0]!.commit;
 
 /** Where built releases are kept. */
 export function releasesCache(): string {
@@ -40,35 +51,51 @@ async function git(...args: string[]): Promise<string> {
   return stdout.trim();
 }
 
-/** A release to upgrade from: its name (tag or short commit) and full commit. */
+async function isAncestor(commit: string, of: string): Promise<boolean> {
+  try {
+    await git('merge-base', '--is-ancestor', commit, of);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A release to upgrade from: its name (tag or version) and full commit. */
 export interface Release {
   name: string;
   commit: string;
 }
 
 /**
- * The releases the current tree must take over from: {@link BASELINE_COMMIT} and the
- * newest `v*` tag that is an ancestor of HEAD and not HEAD itself (a tag on HEAD is this
- * very tree), without duplicates.
+ * The releases the current tree must take over from: the baseline (v0.1.0) and the
+ * newest release before HEAD, among {@link RELEASES} and the clone's `v*` tags (a tag
+ * newer than the list counts), without duplicates. A release on HEAD itself is this very
+ * tree and is left out.
  *
- * @throws Error when the clone lacks the baseline commit (a shallow clone)
+ * @throws Error when the clone lacks a recorded release's commit (a shallow clone)
  */
 export async function upgradeSources(): Promise<Release[]> {
   const head = await git('rev-parse', 'HEAD');
-  try {
-    await git('cat-file', '-e', `${BASELINE_COMMIT}^{commit}`);
-  } catch {
-    throw new Error(`the clone lacks commit ${BASELINE_COMMIT} (a shallow clone?): the upgrade test builds earlier releases from the repository's history; fetch it whole (git fetch --unshallow)`);
+  for (const r of RELEASES) {
+    try {
+      await git('cat-file', '-e', `${r.commit}^{commit}`);
+    } catch {
+      throw new Error(`the clone lacks commit ${r.commit} (${r.name}; a shallow clone?): the upgrade test builds earlier releases from the repository's history; fetch it whole (git fetch --unshallow)`);
+    }
   }
-  const out: Release[] = [{ name: BASELINE_COMMIT.slice(0, 7), commit: BASELINE_COMMIT }];
+  const candidates: Release[] = [];
+  for (const r of RELEASES) if (r.commit !== head && (await isAncestor(r.commit, head))) candidates.push(r);
   const tags = (await git('tag', '--list', 'v*', '--merged', 'HEAD', '--sort=-version:refname')).split('\n').filter(Boolean);
   for (const tag of tags) {
     const commit = await git('rev-list', '-n', '1', tag);
-    if (commit === head) continue;
-    if (commit === BASELINE_COMMIT) out[0] = { name: tag, commit };
-    else out.push({ name: tag, commit });
-    break;
+    if (commit === head || candidates.some((c) => c.commit === commit)) continue;
+    candidates.push({ name: tag, commit });
   }
+  // The newest: the candidate every other one is an ancestor of.
+  let newest: Release | undefined;
+  for (const c of candidates) if (newest === undefined || (await isAncestor(newest.commit, c.commit))) newest = c;
+  const out: Release[] = [RELEASES[0]!];
+  if (newest !== undefined && newest.commit !== out[0]!.commit) out.push(newest);
   return out;
 }
 
