@@ -76,7 +76,8 @@ export function upgradeReport(snap: StoreSnapshot, kind: 'sqlite' | 'postgresql'
       snap.schemaVersion > schemaVersion
         ? `the store is at schema ${snap.schemaVersion}, newer than this release's ${schemaVersion}: it was already migrated by a newer release`
         : `after this release migrates the store (schema ${snap.schemaVersion} to ${schemaVersion}), releases with schema ${READABLE_FROM} or later (v0.1.0 on) still start on it: ` +
-          'they serve what they can render and ignore what they lack (rules versions, boot reports, statuses); a profile using a field added after them is refused at its boot by that release, with a 422 naming the field',
+          'they serve what they can render and ignore what they lack (rules versions, boot reports, statuses); while a stored document uses a field a release would misread (src/store/compat.ts NEWER_FIELDS, listed in resource_needs), ' +
+          'releases from v0.2.0 refuse to start, naming the schema they need, and v0.1.0, which predates that check, must not be started before those fields are removed',
   };
 }
 

@@ -76,6 +76,8 @@ export interface Machine extends KubeObject {
 export interface MachinePool extends KubeObject {
   spec: {
     clusterName: string;
+    /** The nodes the pool should have (Cluster API defaults it to 1). */
+    replicas?: number;
     template: { spec: { version?: string; bootstrap: { configRef?: ContractReference; dataSecretName?: string } } };
   };
   status?: { nodeRefs?: { name: string }[] };
@@ -108,9 +110,15 @@ export function ownerDataSecretName(owner: ConfigOwner): string | undefined {
   return owner.kind === 'Machine' ? owner.object.spec.bootstrap.dataSecretName : owner.object.spec.template.spec.bootstrap.dataSecretName;
 }
 
-/** Whether the owner's node(s) joined: a Machine's `status.nodeRef`, a MachinePool's `status.nodeRefs`. */
+/**
+ * Whether the owner's nodes joined, as CABPK's `ConfigOwner.HasNodeRefs` tells it
+ * (v1.14 bootstrap/kubeadm/reconcilers/kubeadmconfig/configowner.go): a Machine's
+ * `status.nodeRef`; for a MachinePool, as many `status.nodeRefs` as `spec.replicas`
+ * (default 1), so a pool still scaling up keeps its token alive.
+ */
 export function ownerHasNodes(owner: ConfigOwner): boolean {
-  return owner.kind === 'Machine' ? owner.object.status?.nodeRef !== undefined : (owner.object.status?.nodeRefs?.length ?? 0) > 0;
+  if (owner.kind === 'Machine') return owner.object.status?.nodeRef !== undefined;
+  return (owner.object.status?.nodeRefs?.length ?? 0) === (owner.object.spec.replicas ?? 1);
 }
 
 /** Whether the owner is a control-plane Machine (label `cluster.x-k8s.io/control-plane`). */

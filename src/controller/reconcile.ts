@@ -257,34 +257,45 @@ export class Reconciler {
     return token ? { requeueAfterMs: this.options.tokenTtlMs / 3 } : {};
   }
 
-  /** Step 5: refresh the token of a join not yet joined; rotate a MachinePool's. */
+  /**
+   * Step 5, as CABPK does it (v1.14 kubeadmconfig_controller.go): while the owner's nodes
+   * have not all joined ({@link ownerHasNodes}), refresh the join token's expiration (a
+   * MachinePool whose token Secret is gone gets a new token and new data); once a
+   * MachinePool's have, rotate its token when due, for its next scale-up. A joined
+   * Machine's token is left to expire.
+   */
   private async keepTokenFresh(config: KubeadmConfig, owner: ConfigOwner, cluster: Cluster, draft: StatusDraft): Promise<ReconcileResult> {
     const token = config.spec?.joinConfiguration?.discovery?.bootstrapToken?.token;
     if (!token || config.spec?.joinConfiguration?.discovery?.file !== undefined) return {};
-    if (owner.kind === 'Machine' && ownerHasNodes(owner)) return {};
+    const joined = ownerHasNodes(owner);
+    if (owner.kind === 'Machine' && joined) return {};
     const workload = await this.workload(cluster, draft);
     if (!workload) return { requeueAfterMs: SHORT_WAIT_MS };
-    if (owner.kind === 'MachinePool') {
-      if (await tokenNeedsRotation(workload, token, this.options.tokenTtlMs)) {
-        // A new token and new data for the pool's next nodes; the old token lapses.
-        const fresh = newToken();
-        await this.kube.mergePatch(BOOTSTRAP_API, 'KubeadmConfig', config.metadata.namespace!, config.metadata.name, {
-          metadata: { resourceVersion: config.metadata.resourceVersion },
-          spec: { joinConfiguration: { discovery: { bootstrapToken: { token: fresh } } } },
-        });
-        await createTokenSecret(workload, fresh, this.options.tokenTtlMs);
-        const updated = await this.kube.get<KubeadmConfig>(BOOTSTRAP_API, 'KubeadmConfig', config.metadata.namespace, config.metadata.name);
-        if (updated) {
-          const certs = await readClusterCertificates(this.kube, cluster, 'ca');
-          const hashes = updated.spec?.joinConfiguration?.discovery?.bootstrapToken?.caCertHashes ?? certs.caCertHashes;
-          await this.renderAndStore(updated, owner, cluster, 'worker', { caCertHashes: hashes, secrets: await referencedSecrets(this.kube, updated), bootstrapToken: fresh }, draft);
-          await this.events.record(config, 'Normal', 'BootstrapTokenRotated', `a new bootstrap token for the MachinePool ${owner.object.metadata.name}`);
-        }
+    if (!joined) {
+      if ((await refreshTokenSecret(workload, token, this.options.tokenTtlMs)) === 'missing') {
+        if (owner.kind === 'MachinePool') await this.rotatePoolToken(config, owner, cluster, workload, draft, 'its Secret is gone from the workload cluster');
+        else this.log.warn({ config: key(config) }, "the bootstrap token's Secret is gone from the workload cluster (expired or deleted) before the Machine joined");
       }
-    } else if ((await refreshTokenSecret(workload, token, this.options.tokenTtlMs)) === 'missing') {
-      this.log.warn({ config: key(config) }, "the bootstrap token's Secret is gone from the workload cluster (expired or deleted) before the Machine joined");
+    } else if (owner.kind === 'MachinePool' && (await tokenNeedsRotation(workload, token, this.options.tokenTtlMs))) {
+      await this.rotatePoolToken(config, owner, cluster, workload, draft, 'it is due for rotation');
     }
     return { requeueAfterMs: this.options.tokenTtlMs / 3 };
+  }
+
+  /** A new token and new data for a MachinePool's next nodes; the old token lapses. */
+  private async rotatePoolToken(config: KubeadmConfig, owner: ConfigOwner, cluster: Cluster, workload: Kube, draft: StatusDraft, why: string): Promise<void> {
+    const fresh = newToken();
+    await this.kube.mergePatch(BOOTSTRAP_API, 'KubeadmConfig', config.metadata.namespace!, config.metadata.name, {
+      metadata: { resourceVersion: config.metadata.resourceVersion },
+      spec: { joinConfiguration: { discovery: { bootstrapToken: { token: fresh } } } },
+    });
+    await createTokenSecret(workload, fresh, this.options.tokenTtlMs);
+    const updated = await this.kube.get<KubeadmConfig>(BOOTSTRAP_API, 'KubeadmConfig', config.metadata.namespace, config.metadata.name);
+    if (!updated) return;
+    const certs = await readClusterCertificates(this.kube, cluster, 'ca');
+    const hashes = updated.spec?.joinConfiguration?.discovery?.bootstrapToken?.caCertHashes ?? certs.caCertHashes;
+    await this.renderAndStore(updated, owner, cluster, 'worker', { caCertHashes: hashes, secrets: await referencedSecrets(this.kube, updated), bootstrapToken: fresh }, draft);
+    await this.events.record(config, 'Normal', 'BootstrapTokenRotated', `a new bootstrap token for the MachinePool ${owner.object.metadata.name}: ${why}`);
   }
 
   /**

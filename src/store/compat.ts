@@ -18,6 +18,46 @@ import { readdirSync } from 'node:fs';
  */
 export const READABLE_FROM = 1;
 
+/**
+ * What a release before a given schema would misread in a stored document: the fields
+ * (and values) added since, each with the first schema version whose release reads it.
+ * Such a release, started on the store, would serve a machine without its network or
+ * kernel arguments (it ignores the field), or refuse its config fetch at boot (its
+ * strict Cluster schema), so while any current document uses one, the store's
+ * `readable_from` is raised to that schema, and the older release refuses to start,
+ * saying so, instead (DESIGN §8, docs/operating.md#rolling-back). Once no document uses
+ * one any more, `readable_from` falls back to {@link READABLE_FROM}.
+ *
+ * Schema 7 is the first migration of v0.3.0 (v0.2.0 has schema 6).
+ */
+export const NEWER_FIELDS: readonly { kind: 'Cluster' | 'Profile' | 'Machine'; path: string; readableFrom: number; uses: (spec: Record<string, unknown>) => boolean }[] = [
+  { kind: 'Cluster', path: 'spec.workloadKubeconfig', readableFrom: 7, uses: (s) => s.workloadKubeconfig !== undefined },
+  { kind: 'Cluster', path: 'spec.bootstrapTokenTTL', readableFrom: 7, uses: (s) => s.bootstrapTokenTTL !== undefined },
+  { kind: 'Profile', path: 'spec.network', readableFrom: 7, uses: (s) => s.network !== undefined },
+  // `${publicUrl}`, `${machine}` and a machine's variables: replaced since v0.3.0, refused as an argument iPXE alters before.
+  { kind: 'Profile', path: 'spec.boot', readableFrom: 7, uses: (s) => JSON.stringify(s.boot ?? null).includes('${') },
+  { kind: 'Machine', path: 'spec.network', readableFrom: 7, uses: (s) => s.network !== undefined },
+  { kind: 'Machine', path: 'spec.kernelArgs', readableFrom: 7, uses: (s) => s.kernelArgs !== undefined },
+  { kind: 'Machine', path: 'spec.variables', readableFrom: 7, uses: (s) => s.variables !== undefined },
+];
+
+/**
+ * The `readable_from` a document needs ({@link NEWER_FIELDS}) and the fields that need it.
+ *
+ * @returns `readableFrom` {@link READABLE_FROM} and no fields for a document any release reads
+ */
+export function documentNeeds(kind: string, spec: unknown): { readableFrom: number; fields: string[] } {
+  const fields: string[] = [];
+  let readableFrom = READABLE_FROM;
+  const s = (spec ?? {}) as Record<string, unknown>;
+  for (const f of NEWER_FIELDS) {
+    if (f.kind !== kind || !f.uses(s)) continue;
+    fields.push(f.path);
+    readableFrom = Math.max(readableFrom, f.readableFrom);
+  }
+  return { readableFrom, fields };
+}
+
 /** The newest migration in a migrations directory (`NNN.do.<name>.sql` files, postgrator's names). */
 export function newestMigration(dir: string): number {
   return Math.max(0, ...readdirSync(dir).map((f) => /^(\d+)\.do\./.exec(f)?.[1]).filter((v): v is string => v !== undefined).map(Number));

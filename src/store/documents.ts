@@ -99,7 +99,7 @@ export const lastReportSchema = z
   })
   .meta({ id: 'LastBootReport' });
 
-/** What iPXE reported at a machine's latest `/ipxe` (component `FirmwareReport`). */
+/** What iPXE reported at the `/ipxe` that started a machine's latest boot (component `FirmwareReport`). */
 export const firmwareSchema = z
   .object({
     mac: z.string().optional(),
@@ -110,7 +110,7 @@ export const firmwareSchema = z
     platform: z.string().optional().describe("iPXE's ${platform}: pcbios or efi"),
     client: z.string().optional().describe('the address the request came from'),
   })
-  .meta({ id: 'FirmwareReport', description: 'what the firmware reported at the latest /ipxe, as reported (anyone who asks for the script reports it)' });
+  .meta({ id: 'FirmwareReport', description: 'what the firmware reported at the /ipxe that started the latest boot, as reported (anyone who asks for the script reports it; repeats while Booting do not overwrite it)' });
 
 /** A problem a stored machine is excused from (src/rules.ts `ToleratedProblem`; component `StoredMachineWarning`). */
 export const warningSchema = z

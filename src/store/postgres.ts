@@ -23,7 +23,7 @@ import { hostname } from 'node:os';
 import pg from 'pg';
 import Postgrator from 'postgrator';
 import { RULES_VERSION } from '../rules.js';
-import { migrateStore, type SchemaState } from './compat.js';
+import { documentNeeds, migrateStore, READABLE_FROM, type SchemaState } from './compat.js';
 import { commitUnlessDryRun, dryRunAnswer } from './dry-run.js';
 import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
 import { storageFault } from './faults.js';
@@ -31,6 +31,9 @@ import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, se
 import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
 import {
   AUDIT_COLUMNS,
+  AUDIT_READ_COLUMNS,
+  mergeRepeatSql,
+  mergesRepeats,
   trimServedAuditSql,
   type AuditRow,
   auditValues,
@@ -79,6 +82,9 @@ import {
   type CreateOptions,
   type WriteOptions,
 } from './store.js';
+
+/** The integer columns of {@link AUDIT_COLUMNS}, by position (status, revision): the rest are text. */
+const AUDIT_INTEGER_COLUMNS = new Set([3, 7]);
 
 /** Write a machine's status record, given the placeholders of the machine, phase, since and the record's JSON. */
 const upsertStatusSql = (machine: string, phase: string, since: string, record: string) =>
@@ -290,6 +296,29 @@ export class PostgresStore implements Store {
   }
 
   /**
+   * Keep `resource_needs` and `schema_compatibility.readable_from` (migration 009,
+   * src/store/compat.ts {@link documentNeeds}) in step with a document written (`spec`)
+   * or deleted (undefined), inside its transaction. A document that needs nothing and
+   * had no row costs one read. Otherwise the compatibility row is locked first, so the
+   * maximum is computed, in a statement after the lock, from every writer's committed rows.
+   */
+  private static async noteNeeds(client: pg.PoolClient, kind: ResourceKind, name: string, spec: unknown): Promise<void> {
+    const needs = spec === undefined ? undefined : documentNeeds(kind, spec);
+    const had = (await client.query('SELECT 1 FROM resource_needs WHERE kind = $1 AND name = $2', [kind, name])).rows.length > 0;
+    if (!had && (needs === undefined || needs.fields.length === 0)) return;
+    await client.query('SELECT 1 FROM schema_compatibility WHERE id = 1 FOR UPDATE');
+    if (needs !== undefined && needs.fields.length > 0) {
+      await client.query(
+        'INSERT INTO resource_needs (kind, name, readable_from, fields) VALUES ($1, $2, $3, $4) ON CONFLICT (kind, name) DO UPDATE SET readable_from = excluded.readable_from, fields = excluded.fields',
+        [kind, name, needs.readableFrom, needs.fields.join(', ')],
+      );
+    } else {
+      await client.query('DELETE FROM resource_needs WHERE kind = $1 AND name = $2', [kind, name]);
+    }
+    await client.query('UPDATE schema_compatibility SET readable_from = (SELECT greatest($1::integer, max(readable_from)) FROM resource_needs) WHERE id = 1', [READABLE_FROM]);
+  }
+
+  /**
    * Write one revision and make it current (inside a transaction). `createdAt`
    * undefined: a first revision, created and updated at the same instant.
    */
@@ -314,6 +343,7 @@ export class PostgresStore implements Store {
       'INSERT INTO resources (kind, name, revision, cluster, profile) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (kind, name) DO UPDATE SET revision = excluded.revision, cluster = excluded.cluster, profile = excluded.profile',
       [kind, name, revision, machine?.cluster ?? null, machine?.profile ?? null],
     );
+    await PostgresStore.noteNeeds(client, kind, name, input.spec);
     await client.query('DELETE FROM resource_labels WHERE kind = $1 AND name = $2', [kind, name]);
     const entries = Object.entries(labels);
     if (entries.length > 0) {
@@ -426,6 +456,7 @@ export class PostgresStore implements Store {
       }
       await client.query('DELETE FROM resources WHERE kind = $1 AND name = $2', [kind, name]);
       await client.query('DELETE FROM resource_labels WHERE kind = $1 AND name = $2', [kind, name]);
+      await PostgresStore.noteNeeds(client, kind, name, undefined);
       if (kind === 'Machine') {
         await client.query('DELETE FROM machine_selectors WHERE machine = $1', [name]);
         await client.query('DELETE FROM fetch_counts WHERE machine = $1', [name]);
@@ -491,14 +522,20 @@ export class PostgresStore implements Store {
         const params: unknown[] = applied?.flag ? auditValues({ ...entry, reason: applied.flag }, at) : values;
         // Data-modifying CTEs all run, on one snapshot: the trim does not see the new audit
         // row, so it keeps one fewer of the older ones.
-        const parts = [`audit_row AS (INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (${params.map((_v, i) => `$${i + 1}`).join(', ')}))`];
+        // A repeat of the newest /ipxe answer is counted in its row (mergeRepeatSql), else the row is added.
+        const merge = mergesRepeats(entry, max);
+        const typed = params.map((_v, i) => `$${i + 1}${AUDIT_INTEGER_COLUMNS.has(i) ? '::integer' : '::text'}`);
+        const parts = merge
+          ? [`merged AS (${mergeRepeatSql((i) => typed[i]!, 'IS NOT DISTINCT FROM')} RETURNING 1)`, `audit_row AS (INSERT INTO audit (${AUDIT_COLUMNS}) SELECT ${typed.join(', ')} WHERE NOT EXISTS (SELECT 1 FROM merged))`]
+          : [`audit_row AS (INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (${params.map((_v, i) => `$${i + 1}`).join(', ')}))`];
         if (applied?.accepted) {
           const { record } = applied;
           params.push(record.phase, record.since, JSON.stringify(record));
           const n = params.length;
           parts.push(`status_row AS (${upsertStatusSql('$1', `$${n - 2}`, `$${n - 1}`, `$${n}`)})`);
         }
-        if (max !== undefined) parts.push(`trimmed AS (${trimServedAuditSql(['$1', '$1'], ['$2::text', '$2::text'], max >= 2 ? String(max - 2) : undefined)})`);
+        // A repeat counted in its row adds none: nothing to trim.
+        if (max !== undefined) parts.push(`trimmed AS (${trimServedAuditSql(['$1', '$1'], ['$2::text', '$2::text'], max >= 2 ? String(max - 2) : undefined)}${merge ? ' AND NOT EXISTS (SELECT 1 FROM merged)' : ''})`);
         await client.query(`WITH ${parts.join(', ')} SELECT 1`, params);
         return true;
       });
@@ -523,7 +560,7 @@ export class PostgresStore implements Store {
   async audit(machine: string, options: { limit?: number } = {}): Promise<AuditEntry[]> {
     const limit = checkLimit(options.limit);
     // Ids are BIGINT (text in pg); as numbers they stay exact below 2^53.
-    const rows = (await this.pool.query<AuditRow>(`SELECT id::float8 AS id, ${AUDIT_COLUMNS} FROM audit WHERE machine = $1 ORDER BY audit.id DESC LIMIT $2`, [machine, limit])).rows;
+    const rows = (await this.pool.query<AuditRow>(`SELECT id::float8 AS id, ${AUDIT_READ_COLUMNS} FROM audit WHERE machine = $1 ORDER BY audit.id DESC LIMIT $2`, [machine, limit])).rows;
     return rows.map(toAuditEntry);
   }
 

@@ -142,8 +142,11 @@ export function labelConditions(requirements: readonly LabelRequirement[], kind:
     .join('');
 }
 
-/** The audit columns read back, in both stores (ids as numbers: PostgreSQL casts them). */
+/** The audit columns written, in both stores ({@link auditValues} order). */
 export const AUDIT_COLUMNS = 'machine, route, client, status, at, user_agent, reason, revision, sha256, format, ignition_version, outcome';
+
+/** The audit columns read back, in both stores (ids as numbers: PostgreSQL casts them): those written and the repeats (migration 010). */
+export const AUDIT_READ_COLUMNS = `${AUDIT_COLUMNS}, repeats, last_at`;
 
 /**
  * The routes any client may ask of a known machine without a credential (its MAC is
@@ -154,6 +157,31 @@ export const AUDIT_COLUMNS = 'machine, route, client, status, at, user_agent, re
 export const UNAUTHENTICATED_SERVED_ROUTES = ['/ipxe', '/boot.ipxe'] as const;
 
 const UNAUTHENTICATED_LIST = UNAUTHENTICATED_SERVED_ROUTES.map((r) => `'${r}'`).join(', ');
+
+/**
+ * Whether a served answer's audit row may be counted in an identical newest row rather
+ * than added ({@link mergeRepeatSql}): a served (below 400) answer of an
+ * {@link UNAUTHENTICATED_SERVED_ROUTES} route, under a bound that keeps at least two
+ * rows (a bound of one deletes the row it would be counted in).
+ */
+export const mergesRepeats = (entry: { route: string; status: number }, maxServedPerMachine: number | undefined): boolean =>
+  entry.status < 400 && (UNAUTHENTICATED_SERVED_ROUTES as readonly string[]).includes(entry.route) && (maxServedPerMachine === undefined || maxServedPerMachine >= 2);
+
+/**
+ * Count a served answer of an unauthenticated route in the machine's newest served row
+ * when that row is identical (route, client, status, User-Agent, reason), so answers one
+ * after another are one row, and a boot after a signed fetch is a row of its own: the
+ * statement for both stores, given how each spells its placeholders for the audit
+ * values ({@link AUDIT_COLUMNS} order, `p(i)` for the i-th, from 0) and null-safe
+ * equality (`IS` in SQLite, `IS NOT DISTINCT FROM` in PostgreSQL). It changes one row,
+ * or none (then the row is inserted). The newest row is found in the `(machine, id)` index.
+ */
+export function mergeRepeatSql(p: (i: number) => string, same: string): string {
+  return (
+    `UPDATE audit SET repeats = repeats + 1, last_at = ${p(4)} WHERE id = (SELECT id FROM audit WHERE machine = ${p(0)} AND status < 400 ORDER BY id DESC LIMIT 1) ` +
+    `AND route = ${p(1)} AND client = ${p(2)} AND status = ${p(3)} AND user_agent ${same} ${p(5)} AND reason ${same} ${p(6)}`
+  );
+}
 
 /**
  * Delete a machine's audit rows of served answers (status below 400) of the same class as
@@ -187,6 +215,9 @@ export interface AuditRow {
   format: string | null;
   ignition_version: string | null;
   outcome: string | null;
+  /** How many identical answers the row stands for, and the newest one's time (migration 010). */
+  repeats: number;
+  last_at: string | null;
 }
 
 /** The values of an audit row's columns ({@link AUDIT_COLUMNS} order), the user agent cut to its limit. */
@@ -223,6 +254,7 @@ export function toAuditEntry(row: AuditRow): AuditEntry {
     ...(row.format !== null ? { format: row.format } : {}),
     ...(row.ignition_version !== null ? { ignitionVersion: row.ignition_version } : {}),
     ...(row.outcome !== null ? { outcome: row.outcome } : {}),
+    ...(row.repeats > 1 ? { repeats: row.repeats, ...(row.last_at !== null ? { lastAt: row.last_at } : {}) } : {}),
   };
 }
 

@@ -13,13 +13,16 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import Postgrator from 'postgrator';
 import { RULES_VERSION } from '../rules.js';
-import { migrateStore, type SchemaState } from './compat.js';
+import { documentNeeds, migrateStore, READABLE_FROM, type SchemaState } from './compat.js';
 import { commitUnlessDryRun, dryRunAnswer } from './dry-run.js';
 import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
 import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
 import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
 import {
   AUDIT_COLUMNS,
+  AUDIT_READ_COLUMNS,
+  mergeRepeatSql,
+  mergesRepeats,
   trimServedAuditSql,
   type AuditRow,
   auditValues,
@@ -201,6 +204,9 @@ export class SqliteStore implements Store {
       ),
       deleteCurrent: db.prepare('DELETE FROM resources WHERE kind = ? AND name = ?'),
       deleteLabels: db.prepare('DELETE FROM resource_labels WHERE kind = ? AND name = ?'),
+      upsertNeeds: db.prepare('INSERT INTO resource_needs (kind, name, readable_from, fields) VALUES (?, ?, ?, ?) ON CONFLICT (kind, name) DO UPDATE SET readable_from = excluded.readable_from, fields = excluded.fields'),
+      deleteNeeds: db.prepare('DELETE FROM resource_needs WHERE kind = ? AND name = ?'),
+      updateReadableFrom: db.prepare<[number]>('UPDATE schema_compatibility SET readable_from = (SELECT max(?, coalesce(max(readable_from), 0)) FROM resource_needs) WHERE id = 1'),
       insertLabel: db.prepare('INSERT INTO resource_labels (kind, name, key, value) VALUES (?, ?, ?, ?)'),
       deleteSelectors: db.prepare('DELETE FROM machine_selectors WHERE machine = ?'),
       insertSelector: db.prepare('INSERT INTO machine_selectors (selector, value, machine) VALUES (?, ?, ?)'),
@@ -214,7 +220,8 @@ export class SqliteStore implements Store {
       resetFetches: db.prepare('DELETE FROM fetch_counts WHERE machine = ?'),
       insertAudit: db.prepare(`INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       trimServed: db.prepare<[string, string, string, string, number]>(trimServedAuditSql(['?', '?'], ['?', '?'], '?')),
-      audit: db.prepare<[string, number], AuditRow>(`SELECT id, ${AUDIT_COLUMNS} FROM audit WHERE machine = ? ORDER BY id DESC LIMIT ?`),
+      audit: db.prepare<[string, number], AuditRow>(`SELECT id, ${AUDIT_READ_COLUMNS} FROM audit WHERE machine = ? ORDER BY id DESC LIMIT ?`),
+      mergeRepeat: db.prepare<[Record<string, string | number | null>]>(mergeRepeatSql((i) => `@p${i}`, 'IS')),
       getStatus: db.prepare<[string], StatusRow>('SELECT * FROM machine_status WHERE machine = ?'),
       putStatus: db.prepare(
         'INSERT INTO machine_status (machine, phase, since, record) VALUES (?, ?, ?, ?) ON CONFLICT (machine) DO UPDATE SET phase = excluded.phase, since = excluded.since, record = excluded.record',
@@ -272,7 +279,10 @@ export class SqliteStore implements Store {
         if (served) {
           // The status first: a fetch it flags (without /ipxe) says so in its audit row.
           const flag = event ? applyStatus(entry.machine, event).flag : undefined;
-          s.insertAudit.run(...auditValues(flag ? { ...entry, reason: flag } : entry, this.timestamp()));
+          const values = auditValues(flag ? { ...entry, reason: flag } : entry, this.timestamp());
+          // A repeat of the newest /ipxe answer is counted in its row (mergeRepeatSql).
+          if (mergesRepeats(entry, bounds.maxServedPerMachine) && s.mergeRepeat.run(Object.fromEntries(values.slice(0, 7).map((v, i) => [`p${i}`, v]))).changes === 1) return true;
+          s.insertAudit.run(...values);
           if (bounds.maxServedPerMachine !== undefined) s.trimServed.run(entry.machine, entry.route, entry.machine, entry.route, bounds.maxServedPerMachine - 1);
           return true;
         }
@@ -316,6 +326,19 @@ export class SqliteStore implements Store {
   }
 
   /**
+   * Keep `resource_needs` and `schema_compatibility.readable_from` (migration 009,
+   * src/store/compat.ts {@link documentNeeds}) in step with a document written (`spec`)
+   * or deleted (undefined), inside its write transaction (the only writer).
+   */
+  private noteNeeds(kind: ResourceKind, name: string, spec: unknown): void {
+    const s = this.statements;
+    const needs = spec === undefined ? undefined : documentNeeds(kind, spec);
+    const changed =
+      needs !== undefined && needs.fields.length > 0 ? s.upsertNeeds.run(kind, name, needs.readableFrom, needs.fields.join(', ')).changes : s.deleteNeeds.run(kind, name).changes;
+    if (changed > 0) s.updateReadableFrom.run(READABLE_FROM);
+  }
+
+  /**
    * Write one revision and make it current (inside a transaction). `createdAt`
    * undefined: a first revision, created and updated at the same instant.
    */
@@ -328,6 +351,7 @@ export class SqliteStore implements Store {
     const s = this.statements;
     s.insertRevision.run(kind, name, revision, JSON.stringify(labels), JSON.stringify(input.spec), refs?.clusterRevision ?? null, refs?.profileRevision ?? null, createdAt ?? updatedAt, updatedAt, RULES_VERSION);
     s.upsertCurrent.run(kind, name, revision, machine?.cluster ?? null, machine?.profile ?? null);
+    this.noteNeeds(kind, name, input.spec);
     s.deleteLabels.run(kind, name);
     for (const [key, value] of Object.entries(labels)) s.insertLabel.run(kind, name, key, value);
     if (selectors) {
@@ -445,6 +469,7 @@ export class SqliteStore implements Store {
             }
             s.deleteCurrent.run(kind, name);
             s.deleteLabels.run(kind, name);
+            this.noteNeeds(kind, name, undefined);
             if (kind === 'Machine') {
               s.deleteSelectors.run(name);
               s.resetFetches.run(name);

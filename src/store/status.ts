@@ -48,7 +48,7 @@ export interface BootReport {
 }
 
 /**
- * What the machine's firmware reported at its latest `/ipxe` (src/boot/identity.ts,
+ * What the machine's firmware reported at the `/ipxe` that started its latest boot (src/boot/identity.ts,
  * normalised and bounded there): its identity, iPXE's `${buildarch}` and `${platform}`,
  * and the address the request came from. Reported by whoever asked for the script, so
  * shown as reported, never trusted.
@@ -72,7 +72,7 @@ export interface StatusRecord {
   transitions: Transition[];
   served?: Served;
   lastReport?: BootReport;
-  /** What iPXE reported at the latest `/ipxe` (absent in records of releases before v0.3.0). */
+  /** What iPXE reported at the `/ipxe` that started the latest boot (absent in records of releases before v0.3.0). */
   firmware?: FirmwareReport;
   /** Reports received since the latest config fetch (bounds unauthenticated writes). */
   reports: number;
@@ -110,9 +110,10 @@ function withPhase(prev: StatusRecord | undefined, phase: StoredPhase, at: strin
  * The record after `event` at time `at`.
  *
  * - `booting`: phase `Booting`. It comes from `/ipxe`, which any client that knows a MAC
- *   can ask, so it neither restarts the report count (only a signed fetch does) nor adds a
- *   transition while the machine is already `Booting` (a thousand requests are one boot,
- *   and push no earlier transition out of the history).
+ *   can ask, so it neither restarts the report count (only a signed fetch does) nor
+ *   changes anything while the machine is already `Booting` (a thousand requests are one
+ *   boot: they push no earlier transition out of the history, and overwrite no firmware
+ *   report; `accepted` false, nothing to write).
  * - `served`: phase `Provisioning` (a repeated fetch in `Provisioning` keeps its `since`
  *   and adds no transition), `served` updated; the report count starts again. A fetch of
  *   a machine that is `Joined` or `Failed`, with no `/ipxe` since (a cloud-init reboot
@@ -129,8 +130,10 @@ export function applyEvent(prev: StatusRecord | undefined, event: StatusEvent, a
   switch (event.kind) {
     case 'booting': {
       const firmware = event.firmware ? { firmware: event.firmware } : {};
-      // Repeated boots while Booting are one transition; the latest report is kept.
-      if (prev?.phase === 'Booting') return { record: { ...prev, ...firmware }, accepted: true };
+      // Repeated boots while Booting are one boot: nothing changes, nothing is written, and
+      // what the firmware reported is that of the /ipxe that started it, which a flood
+      // (anyone who knows the MAC) cannot overwrite.
+      if (prev?.phase === 'Booting') return { record: prev, accepted: false };
       return { record: { ...base, ...withPhase(prev, 'Booting', at), ...firmware }, accepted: true };
     }
     case 'served': {

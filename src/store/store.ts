@@ -137,6 +137,12 @@ export interface DiscoveredBounds {
 export interface AuditEntry extends Required<Pick<AuditInput, 'machine' | 'route' | 'client' | 'status' | 'at'>>, Omit<AuditInput, 'machine' | 'route' | 'client' | 'status' | 'at'> {
   /** Increasing with each row written: the order of writing. */
   id: number;
+  /**
+   * How many identical answers of an unauthenticated route (`/ipxe`) the row stands for,
+   * when more than one (`at` is the first one's time, `lastAt` the newest one's).
+   */
+  repeats?: number;
+  lastAt?: string;
 }
 
 /** What a sighting of a discovered machine tells besides its identity (kept from the latest sighting). */

@@ -208,6 +208,7 @@ ${report ? html`<section aria-labelledby="report-h"><h2 id="report-h">Last boot 
 <tbody>${audit.map(
     (a) =>
       html`<tr><td>${when(a.at, now)}</td><td>${a.route}</td><td>${a.status}</td><td>${a.client}</td><td>${a.userAgent ?? ''}</td><td>${[
+        a.repeats !== undefined && `${a.repeats} identical answers${a.lastAt ? `, the last ${age(a.lastAt, now)} ago` : ''}`,
         a.outcome && `outcome ${a.outcome}`,
         a.reason,
         a.revision !== undefined && `revision ${a.revision}`,

@@ -21,7 +21,7 @@ import { workerTemplate } from '../support/capi.js';
 import type { ControlPlane } from '../support/controlplane.js';
 import { cloudConfigFiles, ignitionFiles } from '../support/decode.js';
 import { capturedLog } from '../support/logs.js';
-import { BOOT, CapiFixtures, type Config, CORE, create, get, managementSkip, mergePatch, ownerRef, remove, startManagement } from '../support/management.js';
+import { BOOT, CapiFixtures, type Config, CORE, create, get, managementSkip, mergePatch, objectPath, ownerRef, remove, startManagement } from '../support/management.js';
 import { example } from '../support/requests.js';
 import { validateCloudConfigSchema, validateIgnitionSchema } from '../support/validators.js';
 
@@ -173,6 +173,15 @@ describe('the KubeadmConfig reconciler on a real API server', { skip, timeout: 3
     const logged = logLines.join('');
     for (const t of await tokenSecrets()) assert.ok(!logged.includes(decoded(t, 'token-secret')), 'a token secret was logged');
     assert.ok(!logged.includes('PRIVATE KEY'));
+
+    // The Events on each config, as kubectl describe shows them, and none carries a secret.
+    const listed = await mgmt.request('GET', objectPath('v1', 'events', 'default'));
+    assert.equal(listed.status, 200);
+    const events = (listed.body as { items: { involvedObject: { kind: string; name: string }; reason: string; type: string; message: string }[] }).items.filter((e) => e.involvedObject.kind === 'KubeadmConfig');
+    const reasons = (n: string) => new Set(events.filter((e) => e.involvedObject.name === n).map((e) => e.reason));
+    assert.ok(reasons(initName).has('InitLockAcquired') && reasons(initName).has('DataSecretCreated'), JSON.stringify([...reasons(initName)]));
+    for (const n of names.filter((x) => x !== initName)) assert.ok(reasons(n).has('BootstrapTokenCreated') && reasons(n).has('DataSecretCreated'), `${n}: ${JSON.stringify([...reasons(n)])}`);
+    for (const t of await tokenSecrets()) assert.ok(!events.some((e) => e.message.includes(decoded(t, 'token-secret'))), 'an event carries a token secret');
   });
 
   it('refreshes a join token before it expires until the Machine has a nodeRef, then leaves it', async () => {
@@ -197,7 +206,7 @@ describe('the KubeadmConfig reconciler on a real API server', { skip, timeout: 3
     assert.equal(await expiration(), second, 'a joined Machine’s token is not refreshed');
   });
 
-  it("rotates a MachinePool's join token once a sixth of its life is gone: a new token, its Secret, new data", async () => {
+  it("keeps a MachinePool's join token alive until all its replicas joined, then rotates it once a sixth of its life is gone: a new token, its Secret, new data", async () => {
     await cluster('pool');
     await clusterStatus('pool', { initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true } });
     // As the MachinePool controller makes them: the pool, and its config cloned from the template.
@@ -230,13 +239,30 @@ describe('the KubeadmConfig reconciler on a real API server', { skip, timeout: 3
     const first = await tokenOf();
     assert.ok((await data()).includes(first));
     assert.equal(await reconciler({ tokenTtlMs: ttl }).reconcile('default', 'pool-mp-0').then(async () => tokenOf()), first, 'not yet: less than a sixth of the TTL is gone');
+    const expiration = async (token: string) => Date.parse(decoded((await get(workload, 'v1', 'secrets', 'kube-system', tokenSecretName(token))) as unknown as { data: Record<string, string> }, 'expiration'));
+    // One of its two replicas joined: as CABPK (HasNodeRefs), the token is refreshed, not rotated.
+    await mergePatch(mgmt, CORE, 'machinepools', 'default', 'pool-mp-0', { status: { nodeRefs: [{ apiVersion: 'v1', kind: 'Node', name: 'pool-a' }] } }, true);
+    const before = await expiration(first);
+    await sleep(5_200); // past a sixth of the TTL
+    await reconciler({ tokenTtlMs: ttl }).reconcile('default', 'pool-mp-0');
+    assert.equal(await tokenOf(), first, 'a pool still scaling up keeps its token');
+    assert.ok((await expiration(first)) > before, 'and its expiration moves on');
+    // Its token Secret gone before the pool is complete: a new token, as CABPK recreates it.
+    await remove(workload, 'v1', 'secrets', 'kube-system', tokenSecretName(first));
+    await reconciler({ tokenTtlMs: ttl }).reconcile('default', 'pool-mp-0');
+    const recreated = await tokenOf();
+    assert.notEqual(recreated, first);
+    assert.ok((await data()).includes(recreated));
+    // Both joined: now the token is rotated once it is due, for the next scale-up.
+    await mergePatch(mgmt, CORE, 'machinepools', 'default', 'pool-mp-0', { status: { nodeRefs: [{ apiVersion: 'v1', kind: 'Node', name: 'pool-a' }, { apiVersion: 'v1', kind: 'Node', name: 'pool-b' }] } }, true);
+    assert.equal(await reconciler({ tokenTtlMs: ttl }).reconcile('default', 'pool-mp-0').then(async () => tokenOf()), recreated, 'not yet due');
     await sleep(5_200); // past a sixth of the TTL
     const r = await reconciler({ tokenTtlMs: ttl }).reconcile('default', 'pool-mp-0');
     assert.equal(r.requeueAfterMs, ttl / 3);
     const second = await tokenOf();
-    assert.notEqual(second, first);
+    assert.notEqual(second, recreated);
     assert.ok((await data()).includes(second), "the pool's next nodes get the new token");
-    assert.ok(!(await data()).includes(first));
+    assert.ok(!(await data()).includes(recreated));
     assert.ok((await tokenSecrets()).some((t) => t.metadata.name === tokenSecretName(second)), 'its Secret is in the workload cluster');
     assert.equal(condition(await config('pool-mp-0'), 'Ready')?.status, 'True');
   });

@@ -119,7 +119,7 @@ describe('audit rows of refusals', () => {
     }
   });
 
-  it('served fetches are never limited or sampled: each has its row, and a machine keeps its newest servedAuditMaxPerMachine of each class', async () => {
+  it('served fetches are never limited or sampled: each has its row (identical /ipxe answers one after another, one row counting them), and a machine keeps its newest servedAuditMaxPerMachine of each class', async () => {
     // Anyone who knows a registered MAC address can have /ipxe served (an attacker pass
     // wrote 1,000 rows in 7.5 s): the rows each served answer writes are bounded per
     // machine, the unauthenticated scripts apart from the signed fetches they could
@@ -130,10 +130,14 @@ describe('audit rows of refusals', () => {
       for (let i = 0; i < 5; i++) await get(svc.app, forged('m1'));
       const url = new URL(signedUrl('http://boot.example', IGNITION_PATH, 'm1', KEY, 3600));
       for (let i = 0; i < 10; i++) assert.equal((await get(svc.app, `${url.pathname}${url.search}`, '10.0.0.1', { accept: IGN })).statusCode, 200);
-      for (let i = 0; i < 20; i++) assert.equal((await get(svc.app, '/ipxe?mac=52-54-00-00-00-01')).statusCode, 200);
+      for (let i = 0; i < 20; i++) assert.equal((await get(svc.app, '/ipxe?mac=52-54-00-00-00-01', `10.0.1.${i}`)).statusCode, 200);
+      for (let i = 0; i < 30; i++) assert.equal((await get(svc.app, '/ipxe?mac=52-54-00-00-00-01', '10.0.2.1')).statusCode, 200);
       const rows = await svc.store.audit('m1', { limit: 1000 });
       assert.equal(rows.filter((r) => r.status === 200 && r.route === IGNITION_PATH).length, 8, 'the 8 newest of 10, whatever /ipxe did after them');
-      assert.equal(rows.filter((r) => r.status === 200 && r.route === '/ipxe').length, 8, 'the 8 newest of 20');
+      const scripts = rows.filter((r) => r.status === 200 && r.route === '/ipxe');
+      assert.equal(scripts.length, 8, 'the 8 newest of 21 rows (20 clients, then one client 30 times)');
+      assert.deepEqual([scripts[0]!.client, scripts[0]!.repeats], ['10.0.2.1', 30], 'the same answer to the same client, one after another: one row counting 30');
+      assert.equal(scripts[1]!.repeats, undefined);
       assert.equal(rows.filter((r) => r.status === 403).length, 1);
     } finally {
       await svc.close();

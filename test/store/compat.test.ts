@@ -12,7 +12,8 @@ import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { RULES_VERSION } from '../../src/rules.js';
-import { NewerSchemaError, newestMigration, READABLE_FROM } from '../../src/store/compat.js';
+import { documentNeeds, NewerSchemaError, newestMigration, READABLE_FROM } from '../../src/store/compat.js';
+import type { Store } from '../../src/store/store.js';
 import { MIGRATIONS_DIR as POSTGRES_MIGRATIONS, openPostgresStore } from '../../src/store/postgres.js';
 import { MIGRATIONS_DIR as SQLITE_MIGRATIONS, openSqliteStore, SQLITE_FILE } from '../../src/store/sqlite.js';
 import { testDatabase } from '../support/postgres.js';
@@ -24,7 +25,59 @@ let n = 0;
 const newPath = () => join(root, `s${++n}`, SQLITE_FILE);
 const cluster = { name: 'prod', controlPlaneEndpoint: 'api.prod.example.com:6443', bootstrapToken: TOKEN, caCertHashes: [HASH] };
 
+/**
+ * A document using a field v0.2.0 would misread raises `readable_from` to 7 while it is
+ * stored (src/store/compat.ts NEWER_FIELDS, migration 009); a replace without it, or a
+ * delete, lowers it again, and a dry run changes nothing.
+ */
+async function needsScenario(store: Store, readableFrom: () => Promise<number>): Promise<void> {
+  const machine = { selectors: { mac: ['52:54:00:27:09:01'], labels: {} }, cluster: 'prod', profile: 'p', nodeLabels: {}, taints: [] };
+  const network = { version: 2 as const, ethernets: { nic0: { match: { macaddress: '52:54:00:27:09:01' }, addresses: ['192.0.2.9/24'] } } };
+  await store.create('Cluster', { name: 'prod', labels: {}, spec: cluster });
+  await store.create('Profile', { name: 'p', labels: {}, spec: { role: 'worker', kubernetesVersion: 'v1.33.2' } });
+  await store.create('Machine', { name: 'm', labels: {}, spec: machine });
+  assert.equal(await readableFrom(), READABLE_FROM, 'nothing newer stored');
+  await store.replace('Machine', { name: 'm', labels: {}, spec: { ...machine, network } }, { dryRun: true }).catch(() => undefined);
+  assert.equal(await readableFrom(), READABLE_FROM, 'a dry run writes nothing');
+  await store.replace('Machine', { name: 'm', labels: {}, spec: { ...machine, network } });
+  assert.equal(await readableFrom(), 7, 'spec.network: releases before schema 7 would boot the machine without it');
+  await store.replace('Profile', { name: 'p', labels: {}, spec: { role: 'worker', kubernetesVersion: 'v1.33.2', boot: { kernel: '${publicUrl}/assets/vmlinuz', initrd: [], args: [] } } });
+  await store.replace('Machine', { name: 'm', labels: {}, spec: machine });
+  assert.equal(await readableFrom(), 7, 'the profile still needs it');
+  await store.replace('Profile', { name: 'p', labels: {}, spec: { role: 'worker', kubernetesVersion: 'v1.33.2' } });
+  assert.equal(await readableFrom(), READABLE_FROM, 'none is left');
+  await store.create('Machine', { name: 'm2', labels: {}, spec: { ...machine, selectors: { mac: ['52:54:00:27:09:02'], labels: {} }, kernelArgs: ['console=ttyS0'] } });
+  assert.equal(await readableFrom(), 7);
+  await store.delete('Machine', 'm2');
+  assert.equal(await readableFrom(), READABLE_FROM, 'deleted');
+}
+
 describe('schema compatibility', () => {
+  it('documentNeeds names each newer field of its kind only', () => {
+    assert.deepEqual(documentNeeds('Machine', { cluster: 'c', profile: 'p' }), { readableFrom: READABLE_FROM, fields: [] });
+    assert.deepEqual(documentNeeds('Machine', { network: {}, kernelArgs: [], variables: {} }), { readableFrom: 7, fields: ['spec.network', 'spec.kernelArgs', 'spec.variables'] });
+    assert.deepEqual(documentNeeds('Cluster', { workloadKubeconfig: { path: '/k' }, network: {} }), { readableFrom: 7, fields: ['spec.workloadKubeconfig'] });
+    assert.deepEqual(documentNeeds('Profile', { boot: { kernel: 'http://h/vmlinuz', args: ['console=ttyS0'] } }), { readableFrom: READABLE_FROM, fields: [] });
+    assert.deepEqual(documentNeeds('Profile', { boot: { kernel: 'http://h/vmlinuz', args: ['rack=${rack}'] } }), { readableFrom: 7, fields: ['spec.boot'] });
+  });
+
+  it('SQLite: a document a release before schema 7 would misread raises readable_from while it is stored', async () => {
+    const path = newPath();
+    const store = await openSqliteStore(path);
+    try {
+      await needsScenario(store, () => {
+        const db = new Database(path, { readonly: true });
+        try {
+          return Promise.resolve((db.prepare('SELECT readable_from FROM schema_compatibility WHERE id = 1').get() as { readable_from: number }).readable_from);
+        } finally {
+          db.close();
+        }
+      });
+    } finally {
+      await store.close();
+    }
+  });
+
   it('READABLE_FROM is what migration 006 writes, in both stores, and both stores have the same migrations', () => {
     for (const dir of [SQLITE_MIGRATIONS, POSTGRES_MIGRATIONS]) {
       const sql = readFileSync(join(dir, '006.do.rules-version.sql'), 'utf8');
@@ -96,6 +149,19 @@ if (url !== undefined) {
         await assert.rejects(openPostgresStore(url, { schema: 'compat', poolSize: 2 }), NewerSchemaError);
       } finally {
         await client.end();
+      }
+    });
+
+    it('a document a release before schema 7 would misread raises readable_from while it is stored', async () => {
+      const store = await openPostgresStore(url, { schema: 'compat_needs', poolSize: 2 });
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        await needsScenario(store, async () => (await client.query<{ readable_from: number }>('SELECT readable_from FROM compat_needs.schema_compatibility WHERE id = 1')).rows[0]!.readable_from);
+      } finally {
+        await client.query('DROP SCHEMA compat_needs CASCADE');
+        await client.end();
+        await store.close();
       }
     });
   });

@@ -50,7 +50,7 @@ if (url !== undefined) {
       await client.connect();
       try {
         const rows = (await client.query(`SELECT version::integer AS version, name FROM ${schema}.schema_version WHERE version > 0 ORDER BY version`)).rows;
-        assert.deepEqual(rows, [{ version: 1, name: 'inventory' }, { version: 2, name: 'bounded-unauthenticated' }, { version: 3, name: 'transport-security' }, { version: 4, name: 'discovered-enrolled' }, { version: 5, name: 'machine-status' }, { version: 6, name: 'rules-version' }, { version: 7, name: 'discovered-why' }, { version: 8, name: 'minted-tokens' }]);
+        assert.deepEqual(rows, [{ version: 1, name: 'inventory' }, { version: 2, name: 'bounded-unauthenticated' }, { version: 3, name: 'transport-security' }, { version: 4, name: 'discovered-enrolled' }, { version: 5, name: 'machine-status' }, { version: 6, name: 'rules-version' }, { version: 7, name: 'discovered-why' }, { version: 8, name: 'minted-tokens' }, { version: 9, name: 'rollback-needs' }, { version: 10, name: 'audit-repeats' }]);
       } finally {
         await client.end();
       }

@@ -465,17 +465,20 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
         assert.equal((await store.fleet(future)).machines, 1);
       }, true));
 
-      it("keeps what iPXE reported at the latest /ipxe, while Booting too, and through the phases after it", using(makeStore, async (store) => {
+      it("keeps what iPXE reported at the /ipxe that started the boot, not overwritten while Booting, and through the phases after it", using(makeStore, async (store) => {
         await store.create('Machine', { name: 'node-1', spec: machine() });
         await store.updateStatus('node-1', { kind: 'booting', firmware: { mac: '52:54:00:00:00:01', buildarch: 'x86_64', platform: 'pcbios', client: '10.0.0.1' } });
-        // A second boot while Booting: one transition, the newer report.
-        await store.updateStatus('node-1', { kind: 'booting', firmware: { mac: '52:54:00:00:00:01', buildarch: 'x86_64', platform: 'efi', client: '10.0.0.2' } });
+        // A second /ipxe while Booting (a retry, or anyone who knows the MAC): nothing to write.
+        assert.equal(await store.updateStatus('node-1', { kind: 'booting', firmware: { mac: '52:54:00:00:00:01', buildarch: 'x86_64', platform: 'efi', client: '10.0.0.2' } }), false);
         const booting = (await store.statuses(['node-1'])).get('node-1')!;
         assert.deepEqual(booting.transitions.map((t) => t.phase), ['Booting']);
-        assert.deepEqual(booting.firmware, { mac: '52:54:00:00:00:01', buildarch: 'x86_64', platform: 'efi', client: '10.0.0.2' });
+        assert.deepEqual(booting.firmware, { mac: '52:54:00:00:00:01', buildarch: 'x86_64', platform: 'pcbios', client: '10.0.0.1' });
         await store.updateStatus('node-1', { kind: 'served', served: { revision: 1, sha256: 'ab'.repeat(32), format: 'cloud-config' } });
+        assert.equal((await store.statuses(['node-1'])).get('node-1')!.firmware?.platform, 'pcbios');
+        // The next boot reports anew; one that reports nothing keeps what was reported before.
+        await store.updateStatus('node-1', { kind: 'booting', firmware: { mac: '52:54:00:00:00:01', buildarch: 'x86_64', platform: 'efi', client: '10.0.0.2' } });
         assert.equal((await store.statuses(['node-1'])).get('node-1')!.firmware?.platform, 'efi');
-        // A boot that reports nothing new keeps what was reported before.
+        await store.updateStatus('node-1', { kind: 'served', served: { revision: 1, sha256: 'ab'.repeat(32), format: 'cloud-config' } });
         await store.updateStatus('node-1', { kind: 'booting' });
         assert.equal((await store.statuses(['node-1'])).get('node-1')!.firmware?.client, '10.0.0.2');
       }, true));

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { openPostgresStore } from '../../src/store/postgres.js';
 import { openSqliteStore } from '../../src/store/sqlite.js';
@@ -90,6 +90,34 @@ export async function dropDatabase(database: string): Promise<void> {
       await new Promise((r) => setTimeout(r, 500 * attempt));
     }
   }
+}
+
+/**
+ * The same tests on both stores: `body`'s tests run twice, once in a describe of their
+ * own on an in-memory SQLite store and once on a throwaway PostgreSQL database (skipped
+ * loudly without one, failed under CI; {@link testDatabase}), each after `start` made
+ * what they test on that store (a service, say) and before what it returned is closed.
+ * Tests of one file run one after another, so `start` may set what `body` reads.
+ */
+export function describeOnBothStores(title: string, start: (store: Store) => Promise<{ close: () => Promise<void> }>, body: () => void): void {
+  const run = (open: () => Promise<Store>) => {
+    let store: Store | undefined;
+    let made: { close: () => Promise<void> } | undefined;
+    before(async () => {
+      store = await open();
+      made = await start(store);
+    });
+    after(async () => {
+      await made?.close();
+      await store?.close();
+    });
+    body();
+  };
+  describe(`${title} (SQLite)`, () => run(() => openSqliteStore(':memory:')));
+  describe(`${title} (PostgreSQL)`, async () => {
+    const url = await testDatabase(`${title} on PostgreSQL`);
+    if (url !== undefined) run(() => openPostgresStore(url));
+  });
 }
 
 /**

@@ -30,6 +30,12 @@ const auditEntrySchema = z
     format: z.string().optional().describe('the format served: cloud-config or ignition'),
     ignitionVersion: z.string().optional().describe('the Ignition spec served'),
     outcome: z.string().optional().describe('a boot report\'s outcome (route /report): success or failure'),
+    repeats: z
+      .int()
+      .min(2)
+      .optional()
+      .describe('how many identical answers of an unauthenticated route (/ipxe: same client, User-Agent and status, one after another) this row stands for, when more than one; at is the first one\'s time'),
+    lastAt: z.string().optional().describe('with repeats: the newest identical answer\'s time, ISO 8601 UTC'),
   })
   .meta({ id: 'AuditEntry' });
 
