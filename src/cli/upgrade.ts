@@ -55,7 +55,7 @@ export interface UpgradeReport {
 }
 
 /** Check every machine of a snapshot. */
-export function upgradeReport(snap: StoreSnapshot, kind: 'sqlite' | 'postgresql', limits: Parameters<typeof checkMachine>[1]): UpgradeReport {
+export function upgradeReport(snap: StoreSnapshot, kind: 'sqlite' | 'postgresql', limits: Parameters<typeof checkMachine>[1], boot?: Parameters<typeof checkMachine>[3]): UpgradeReport {
   const schemaVersion = newestMigration(kind === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS);
   const machines = snap.machines.map((machine): MachineCheck => {
     const cluster = snap.clusters.get(machine.spec.cluster);
@@ -64,7 +64,7 @@ export function upgradeReport(snap: StoreSnapshot, kind: 'sqlite' | 'postgresql'
       const missing = !cluster ? { path: 'spec.cluster', message: `names cluster "${machine.spec.cluster}", which does not exist` } : { path: 'spec.profile', message: `names profile "${machine.spec.profile}", which does not exist` };
       return { machine: machine.name, cluster: machine.spec.cluster, profile: machine.spec.profile, format: 'cloud-config', result: 'fail', problems: [missing], changes: [] };
     }
-    return checkMachine({ machine, cluster, profile }, limits, snap.served.get(machine.name) ?? {});
+    return checkMachine({ machine, cluster, profile }, limits, snap.served.get(machine.name) ?? {}, boot);
   });
   const summary = Object.fromEntries(VERDICTS.map((v) => [v, machines.filter((m) => m.result === v).length])) as UpgradeReport['summary'];
   return {
@@ -114,11 +114,14 @@ export async function runUpgrade(parsed: Parsed, out: NodeJS.WritableStream): Pr
   const output = outputOf(parsed, 'upgrade', ['table', 'json']);
   const config = configFrom(parsed);
   const limits = documentLimits(config);
+  // The script's signed URL: its length is what matters (a key of the same length, the
+  // configured lifetime), with the public URL machines use, else the listen address.
+  const boot = { baseUrl: config.publicUrl ?? `http://${config.host}:${config.port}`, signingKey: Buffer.alloc(32), signedUrlSeconds: config.signedUrlSeconds };
   let report: UpgradeReport;
   let where: string;
   if (config.databaseUrl) {
     where = 'PostgreSQL (BOOTWRIGHT_DATABASE_URL)';
-    report = upgradeReport(await readPostgresSnapshot(config.databaseUrl), 'postgresql', limits);
+    report = upgradeReport(await readPostgresSnapshot(config.databaseUrl), 'postgresql', limits, boot);
   } else {
     const file = join(config.dataDir, SQLITE_FILE);
     where = file;
@@ -128,7 +131,7 @@ export async function runUpgrade(parsed: Parsed, out: NodeJS.WritableStream): Pr
     } catch (e) {
       throw new UsageError(`cannot read the store at ${file}: ${(e as Error).message} (--data-dir names the data directory)`, 'upgrade');
     }
-    report = upgradeReport(snap, 'sqlite', limits);
+    report = upgradeReport(snap, 'sqlite', limits, boot);
   }
   if (output === 'json') out.write(`${JSON.stringify(report, null, 2)}\n`);
   else printReport(report, where, out);

@@ -15,6 +15,7 @@ import { renderNodeBootstrap } from '../render.js';
 import type { DocumentLimits } from '../request/bounds.js';
 import type { ToleratedProblem } from '../rules.js';
 import { type AssemblyParts, machineNodeBootstrap, ruleLevels, withStandInToken } from '../store/assemble.js';
+import { bootProblems } from '../store/writecheck.js';
 import { changesSince } from './changes.js';
 
 /** The verdicts, from best to worst. */
@@ -46,16 +47,23 @@ export interface LastServed {
 const CHECK_REPORT_URL = 'https://bootwright.invalid/report?machine=check';
 
 /**
- * Check one stored machine with its current cluster and profile.
+ * Check one stored machine with its current cluster and profile: its `/ipxe` script
+ * (when `boot` is given: the kernel command line with this release's signed URL, whose
+ * length depends on the base URL and the URL lifetime) and its bootstrap data.
  *
  * @param limits the document limits the service holds stored documents to (a safety
  *   rule: a document over them fails, whatever release stored it)
+ * @param boot the base URL machines reach the service at and the signing settings
+ *   (src/store/writecheck.ts {@link bootProblems}); absent, the script is not checked
  * @throws what is not the request's fault (a renderer bug)
  */
-export function checkMachine(parts: AssemblyParts, limits: DocumentLimits, last: LastServed = {}): MachineCheck {
+export function checkMachine(parts: AssemblyParts, limits: DocumentLimits, last: LastServed = {}, boot?: Parameters<typeof bootProblems>[2]): MachineCheck {
   const format = bootFormat(parts.profile.spec.output?.format);
   const base = { machine: parts.machine.name, cluster: parts.cluster.name, profile: parts.profile.name, format };
   const levels = ruleLevels(parts);
+  // /ipxe answers a machine whose script cannot be built with a retry script: it never boots.
+  const script = boot ? bootProblems(parts.profile.spec, parts.machine, boot) : [];
+  if (script.length > 0) return { ...base, result: 'fail', problems: script, changes: [] };
   try {
     const req = machineNodeBootstrap(withStandInToken(parts), limits);
     const result = renderNodeBootstrap(req, {

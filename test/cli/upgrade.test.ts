@@ -42,10 +42,10 @@ describe('bootwright upgrade check', () => {
   before(async () => {
     const store = await openSqliteStore(file);
     await store.create('Cluster', { name: 'prod', labels: {}, spec: { name: 'prod', controlPlaneEndpoint: 'api.prod.example.com:6443', bootstrapToken: TOKEN, caCertHashes: [HASH] } });
-    for (const p of ['current', 'legacy-cr', 'legacy-pki']) {
+    for (const p of ['current', 'legacy-cr', 'legacy-pki', 'legacy-long']) {
       await store.create('Profile', { name: p, labels: {}, spec: { role: 'worker', kubernetesVersion: 'v1.33.2' } });
     }
-    for (const [i, p] of ['current', 'legacy-cr', 'legacy-pki'].entries()) {
+    for (const [i, p] of ['current', 'legacy-cr', 'legacy-pki', 'legacy-long'].entries()) {
       await store.create('Machine', { name: `m-${p}`, labels: {}, spec: { selectors: { mac: [`52:54:00:00:27:0${i}`], labels: {} }, cluster: 'prod', profile: p, nodeLabels: {}, taints: [] } });
     }
     await store.close();
@@ -55,6 +55,10 @@ describe('bootwright upgrade check', () => {
     const legacy = db.prepare("UPDATE resource_revisions SET spec = ?, rules = 0 WHERE kind = 'Profile' AND name = ?");
     legacy.run(JSON.stringify({ role: 'worker', kubernetesVersion: 'v1.33.2', provisioning: { preKubeadmCommands: ['echo ready\r'] } }), 'legacy-cr');
     legacy.run(JSON.stringify({ role: 'worker', kubernetesVersion: 'v1.33.2', provisioning: { files: [{ path: '/etc/kubernetes/pki/site.crt', content: 'x' }] } }), 'legacy-pki');
+    // Kernel arguments that leave no room for the signed URL this release puts on the
+    // command line (v0.3.0's is 21 characters longer than v0.2.0's): /ipxe could not
+    // build the script.
+    legacy.run(JSON.stringify({ role: 'worker', kubernetesVersion: 'v1.33.2', boot: { kernel: 'http://images.example.com/vmlinuz', initrd: [], args: [`site.inventory=${'a'.repeat(1950)}`] } }), 'legacy-long');
     db.pragma('wal_checkpoint(TRUNCATE)');
     db.close();
   });
@@ -67,9 +71,10 @@ describe('bootwright upgrade check', () => {
     assert.match(r.out, /^m-current\s+prod\s+current\s+cloud-config\s+ok\s*$/m);
     assert.match(r.out, /^m-legacy-cr\s+prod\s+legacy-cr\s+cloud-config\s+warn\s+spec\.provisioning\.preKubeadmCommands\[0\]: contains the control character U\+000D/m);
     assert.match(r.out, /^m-legacy-pki\s+prod\s+legacy-pki\s+cloud-config\s+fail\s+spec\.provisioning\.files\[0\]\.path: is at or under \/etc\/kubernetes\/pki/m);
+    assert.match(r.out, /^m-legacy-long\s+prod\s+legacy-long\s+cloud-config\s+fail\s+boot: /m);
     assert.match(r.out, /\[rule command-control, rules version 1\]/);
-    assert.match(r.out, /3 machines: 1 ok, 0 changed, 1 warn, 1 fail\./);
-    assert.match(r.out, /FAILED: 1 machine would not boot/);
+    assert.match(r.out, /4 machines: 1 ok, 0 changed, 1 warn, 2 fail\./);
+    assert.match(r.out, /FAILED: 2 machines would not boot/);
     assert.equal(digest(), before, 'the store file is unchanged');
   });
 
@@ -77,9 +82,9 @@ describe('bootwright upgrade check', () => {
     const r = await run('check', '--data-dir', dir, '-o', 'json');
     assert.equal(r.code, 1);
     const report = JSON.parse(r.out) as { machines: { machine: string; result: string; problems: { rule?: string }[] }[]; summary: Record<string, number> };
-    assert.deepEqual(report.machines.map((m) => [m.machine, m.result]), [['m-current', 'ok'], ['m-legacy-cr', 'warn'], ['m-legacy-pki', 'fail']]);
+    assert.deepEqual(report.machines.map((m) => [m.machine, m.result]), [['m-current', 'ok'], ['m-legacy-cr', 'warn'], ['m-legacy-long', 'fail'], ['m-legacy-pki', 'fail']]);
     assert.equal(report.machines[1]!.problems[0]!.rule, 'command-control');
-    assert.deepEqual(report.summary, { ok: 1, changed: 0, warn: 1, fail: 1 });
+    assert.deepEqual(report.summary, { ok: 1, changed: 0, warn: 1, fail: 2 });
   });
 
   it('names what is wrong with its arguments or the store', async () => {
