@@ -17,7 +17,7 @@ import { DEFAULT_LEASE_NAME } from '../../src/controller/defaults.js';
 import { type RunningController, startController } from '../../src/controller/run.js';
 import type { ControlPlane } from '../support/controlplane.js';
 import { capturedLog } from '../support/logs.js';
-import { BOOT, CapiFixtures, type Config, eventually, get, managementSkip, startManagement } from '../support/management.js';
+import { BOOT, CapiFixtures, type Config, CORE, create, eventually, get, managementSkip, ownerRef, startManagement } from '../support/management.js';
 import { validateCloudConfigSchema } from '../support/validators.js';
 
 const skip = managementSkip('the controller manager');
@@ -116,5 +116,39 @@ describe('bootwright controller: two replicas, leader election, watches', { skip
     await eventually('the next worker join data Secret, from the new leader', () => secret('watched-md-0-b'), 20_000);
     assert.ok(Date.now() - stopped < 20_000);
     assert.equal(logLines.filter((l) => l.includes('"level":50')).length, 0, `no errors logged:\n${logLines.filter((l) => l.includes('"level":50')).join('')}`);
+  });
+
+  it('--namespace: only that namespace is watched and reconciled', async () => {
+    // No other replica runs: it would reconcile every namespace.
+    await Promise.all(replicas.splice(0).map((r) => r.stop()));
+    // A Cluster, a Machine and its KubeadmConfig in another namespace, which an unscoped
+    // controller reconciles at once (it writes at least the Paused condition).
+    assert.equal((await mgmt.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'elsewhere' } })).status, 201);
+    const labels = { 'cluster.x-k8s.io/cluster-name': 'other' };
+    await create(mgmt, CORE, 'clusters', { kind: 'Cluster', metadata: { name: 'other', namespace: 'elsewhere', labels }, spec: { controlPlaneEndpoint: { host: '192.0.2.11', port: 6443 } } });
+    const m = await create(mgmt, CORE, 'machines', {
+      kind: 'Machine',
+      metadata: { name: 'other-md-0-a', namespace: 'elsewhere', labels },
+      spec: {
+        clusterName: 'other',
+        version: 'v1.33.2',
+        bootstrap: { configRef: { apiGroup: 'bootstrap.cluster.x-k8s.io', kind: 'KubeadmConfig', name: 'other-md-0-a' } },
+        infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DockerMachine', name: 'other-md-0-a' },
+      },
+    });
+    await create(mgmt, BOOT, 'kubeadmconfigs', { kind: 'KubeadmConfig', metadata: { name: 'other-md-0-a', namespace: 'elsewhere', labels, ownerReferences: [ownerRef(m)] } });
+    const scoped = await startController(
+      Kube.fromKubeconfig(mgmt.kubeconfig),
+      { tokenTtlMs: 15 * 60_000, ignitionVersion: '2.3', concurrency: 4, identity: 'scoped', health: { host: '127.0.0.1', port: 0 }, namespace: 'default' },
+      log.child({ replica: 'scoped' }),
+    );
+    replicas.push(scoped);
+    await fixtures.cluster('scoped');
+    await fixtures.clusterStatus('scoped', { initialization: { infrastructureProvisioned: true } });
+    await fixtures.machine('scoped', 'scoped-cp-a', 'control-plane');
+    await eventually('the init data Secret in the watched namespace', () => secret('scoped-cp-a'));
+    await sleep(1_000);
+    const other = (await get(mgmt, BOOT, 'kubeadmconfigs', 'elsewhere', 'other-md-0-a')) as Config;
+    assert.equal(other.status, undefined, 'the other namespace is not reconciled');
   });
 });

@@ -4,8 +4,9 @@
  * (the CRD bases of core, CABPK and KCP from `../shared/capi-crds/v1.14.0`, plus the
  * contract labels `cluster.x-k8s.io/v1beta1: v1beta1` and `cluster.x-k8s.io/v1beta2:
  * v1beta2` that each `config/crd/kustomization.yaml` adds), and objects created the way
- * Cluster API's controllers create them: Machines owned by their KubeadmControlPlane or
- * MachineSet, KubeadmConfigs owned by their Machine, labels `cluster.x-k8s.io/cluster-name`
+ * Cluster API's controllers create them: control-plane Machines owned by their
+ * KubeadmControlPlane (workers carry their MachineDeployment's label; no MachineSet is
+ * made), KubeadmConfigs owned by their Machine, labels `cluster.x-k8s.io/cluster-name`
  * and `cluster.x-k8s.io/control-plane`, configs cloned from templates with the
  * `cluster.x-k8s.io/cloned-from-*` annotations, and the cluster's certificate Secrets
  * and `<cluster>-kubeconfig` as KubeadmControlPlane writes them.
@@ -231,15 +232,18 @@ export class CapiFixtures {
   }
 
   /**
-   * A Machine and its KubeadmConfig, as KubeadmControlPlane (control plane) or a
-   * MachineSet (worker, the config cloned from the KubeadmConfigTemplate) makes them.
+   * A Machine and its KubeadmConfig, as KubeadmControlPlane (control plane: the Machine
+   * owned by the cluster's KubeadmControlPlane, when it has one) or a MachineSet (worker,
+   * the config cloned from the KubeadmConfigTemplate, the MachineDeployment's label) makes
+   * them. No MachineSet object is made: the core manager some tests run would scale it.
    */
   async machine(clusterName: string, name: string, role: 'control-plane' | 'worker', configSpec?: Record<string, unknown>, annotations: Record<string, string> = {}, extraLabels: Record<string, string> = {}): Promise<{ machine: Obj; config: Config }> {
     const labels: Record<string, string> = { 'cluster.x-k8s.io/cluster-name': clusterName, ...(role === 'control-plane' ? { 'cluster.x-k8s.io/control-plane': '' } : { 'cluster.x-k8s.io/deployment-name': `${clusterName}-md-0` }), ...extraLabels };
     const spec = configSpec ?? (role === 'control-plane' ? controlPlaneSpec('v1beta2') : (workerTemplate('v1beta2') as { spec: { template: { spec: Record<string, unknown> } } }).spec.template.spec);
+    const kcp = role === 'control-plane' ? await get(this.mgmt, 'controlplane.cluster.x-k8s.io/v1beta2', 'kubeadmcontrolplanes', 'default', `${clusterName}-control-plane`) : undefined;
     const m = await create(this.mgmt, CORE, 'machines', {
       kind: 'Machine',
-      metadata: { name, namespace: 'default', labels },
+      metadata: { name, namespace: 'default', labels, ...(kcp ? { ownerReferences: [ownerRef(kcp)] } : {}) },
       spec: {
         clusterName,
         version: 'v1.33.2',
