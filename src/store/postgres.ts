@@ -20,6 +20,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { hostname } from 'node:os';
+import { LRUCache } from 'lru-cache';
 import pg from 'pg';
 import Postgrator from 'postgrator';
 import { RULES_VERSION } from '../rules.js';
@@ -28,7 +29,7 @@ import { commitUnlessDryRun, dryRunAnswer } from './dry-run.js';
 import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
 import { storageFault } from './faults.js';
 import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
-import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
+import type { MachineSpec, ProfileSpec, ResourceKind, StoredResource } from './resources.js';
 import {
   AUDIT_COLUMNS,
   AUDIT_READ_COLUMNS,
@@ -59,6 +60,8 @@ import { applyEvent, type FleetCounts, type StatusEvent, type StatusRecord } fro
 import { requirementsOf } from './selector.js';
 import {
   type AuditBounds,
+  type BootCandidates,
+  type FetchParts,
   type UrlClaim,
   type AuditEntry,
   type AuditInput,
@@ -85,6 +88,21 @@ import {
 
 /** The integer columns of {@link AUDIT_COLUMNS}, by position (status, revision): the rest are text. */
 const AUDIT_INTEGER_COLUMNS = new Set([3, 7]);
+
+/** The type of each of {@link AUDIT_COLUMNS}, for placeholders in a SELECT list (where PostgreSQL infers none). */
+const AUDIT_COLUMN_TYPES = AUDIT_COLUMNS.split(', ').map((_c, i) => (AUDIT_INTEGER_COLUMNS.has(i) ? 'integer' : 'text'));
+
+/** The SQLSTATE of `bootwright_status_changed` (migration 011). */
+const STATUS_CHANGED = 'BW001';
+
+/** Attempts of a one-statement served write before it falls back to a transaction under the row lock. */
+const STATUS_ATTEMPTS = 3;
+
+/** How many machines' last seen status records a store keeps (a guess: a wrong one costs a retry). */
+const SEEN_STATUS_MAX = 20_000;
+
+/** {@link PostgresStore} `seenStatus` of a machine known to have no status row. */
+const NO_STATUS = '';
 
 /** Write a machine's status record, given the placeholders of the machine, phase, since and the record's JSON. */
 const upsertStatusSql = (machine: string, phase: string, since: string, record: string) =>
@@ -212,6 +230,14 @@ export class PostgresStore implements Store {
   schema?: SchemaState;
 
   private closed = false;
+
+  /**
+   * The status record text each machine had when this store last read or wrote it
+   * ({@link NO_STATUS}: none), what a one-statement served write computes its transition
+   * from and checks is still there (servedInOneStatement). Only a guess: another
+   * replica's write makes it stale, which costs a retry, never a wrong write.
+   */
+  private readonly seenStatus = new LRUCache<string, string>({ max: SEEN_STATUS_MAX });
 
   constructor(
     private readonly pool: pg.Pool,
@@ -495,6 +521,55 @@ export class PostgresStore implements Store {
     return (await this.pool.query<RevisionRow>(sql, params)).rows.map((row) => toResource<MachineSpec>(row));
   }
 
+  /**
+   * @inheritdoc One query, one snapshot: the candidate machines (and the fallback) with
+   * their status records, which seed {@link seenStatus}, and their profiles.
+   */
+  async bootCandidates(identity: MachineIdentity & { labels?: Record<string, string> }, fallback?: string): Promise<BootCandidates> {
+    const entries = identityEntries(identity);
+    const out: BootCandidates = { machines: [], profiles: new Map() };
+    if (entries.length === 0 && fallback === undefined) return out;
+    const params: string[] = [];
+    const terms = entries.map((e) => {
+      params.push(e.selector, e.value);
+      return `(selector = $${params.length - 1} AND value = $${params.length})`;
+    });
+    const named = [...(terms.length > 0 ? [`name IN (SELECT machine FROM machine_selectors WHERE ${terms.join(' OR ')})`] : []), ...(fallback !== undefined ? [`name = $${params.push(fallback)}`] : [])];
+    const sql =
+      `WITH ms AS (SELECT name, profile FROM resources WHERE kind = 'Machine' AND (${named.join(' OR ')})) ` +
+      `SELECT v.*, s.record AS status_record ${CURRENT_JOIN} LEFT JOIN machine_status s ON r.kind = 'Machine' AND s.machine = r.name ` +
+      "WHERE (r.kind = 'Machine' AND r.name IN (SELECT name FROM ms)) OR (r.kind = 'Profile' AND r.name IN (SELECT profile FROM ms)) ORDER BY r.name";
+    for (const row of (await this.pool.query<RevisionRow & { status_record: string | null }>(sql, params)).rows) {
+      if (row.kind === 'Profile') out.profiles.set(row.name, toResource<ProfileSpec>(row));
+      else {
+        out.machines.push(toResource<MachineSpec>(row));
+        this.seenStatus.set(row.name, row.status_record ?? NO_STATUS);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * @inheritdoc One query, one snapshot: the three current revisions (the machine's
+   * status record with it, which seeds {@link seenStatus}) and the claim.
+   */
+  async fetchParts(machine: string, claimKey?: string): Promise<FetchParts> {
+    const sql =
+      "WITH m AS (SELECT cluster, profile FROM resources WHERE kind = 'Machine' AND name = $1) " +
+      `SELECT v.*, s.record AS status_record, ($2::text IS NOT NULL AND EXISTS (SELECT 1 FROM claimed_urls WHERE key = $2::text AND expires_at > $3)) AS claimed ${CURRENT_JOIN} ` +
+      "LEFT JOIN machine_status s ON r.kind = 'Machine' AND s.machine = r.name " +
+      "WHERE (r.kind = 'Machine' AND r.name = $1) OR (r.kind = 'Cluster' AND r.name = (SELECT cluster FROM m)) OR (r.kind = 'Profile' AND r.name = (SELECT profile FROM m))";
+    const rows = (await this.pool.query<RevisionRow & { status_record: string | null; claimed: boolean }>(sql, [machine, claimKey ?? null, Math.floor(this.now().getTime() / 1000)])).rows;
+    const of = <K extends ResourceKind>(kind: K, name: string): StoredResource<SpecOf<K>> => {
+      const row = rows.find((r) => r.kind === kind);
+      if (!row) throw new NotFoundError(kind, name);
+      return toResource<SpecOf<K>>(row);
+    };
+    const m = of('Machine', machine);
+    this.seenStatus.set(machine, rows.find((r) => r.kind === 'Machine')!.status_record ?? NO_STATUS);
+    return { machine: m, cluster: of('Cluster', m.spec.cluster), profile: of('Profile', m.spec.profile), claimed: rows[0]!.claimed };
+  }
+
   /** @inheritdoc */
   async recordAudit(entry: AuditInput, bounds: AuditBounds = {}, event?: StatusEvent, claim?: UrlClaim): Promise<boolean> {
     const at = this.timestamp();
@@ -506,7 +581,11 @@ export class PostgresStore implements Store {
         await this.pool.query(insert, values);
         return true;
       }
-      // Round trips: BEGIN, the claim (expired claims dropped in the same statement), the
+      if (event) {
+        const written = await this.servedInOneStatement(entry, at, max, event, claim);
+        if (written !== undefined) return written;
+      }
+      // The status changed under each attempt (or no event): round trips BEGIN, the claim (expired claims dropped in the same statement), the
       // status row read under its lock, one statement writing the status, the audit row and
       // the trim, COMMIT.
       return this.transaction(async (client) => {
@@ -554,6 +633,84 @@ export class PostgresStore implements Store {
       }
     });
     return true;
+  }
+
+  /**
+   * A served answer's lifecycle event, URL claim, audit row (or the repeat counted in the
+   * newest identical one) and trim in one statement, one round trip, no transaction
+   * block (issue 32). The transition is computed here from the status record last seen
+   * ({@link seenStatus}; read first when unknown) and written only if the record is still
+   * that one: an `UPDATE … WHERE record = $seen`, or an `INSERT … ON CONFLICT DO NOTHING`
+   * for a machine with none, or, when the event changes nothing, the row read `FOR UPDATE`
+   * where it still holds it. When another writer (any replica) changed it meanwhile, the
+   * statement calls `bootwright_status_changed` (migration 011), whose error rolls all
+   * of it back, and the record is read again. The claim goes first: a URL claimed
+   * before writes nothing (false). The audit row and the status change need each other
+   * (each selects from the one before), so the statement writes all or nothing.
+   *
+   * @returns whether it was written (false: the URL was claimed before), or undefined
+   *   after {@link STATUS_ATTEMPTS} attempts that each found the record changed (the
+   *   caller then writes in a transaction under the row's lock)
+   */
+  private async servedInOneStatement(entry: AuditInput, at: string, max: number | undefined, event: StatusEvent, claim: UrlClaim | undefined): Promise<boolean | undefined> {
+    const machine = entry.machine;
+    for (let attempt = 0; attempt < STATUS_ATTEMPTS; attempt++) {
+      let seen = this.seenStatus.get(machine);
+      if (seen === undefined) {
+        seen = (await this.pool.query<{ record: string }>('SELECT record FROM machine_status WHERE machine = $1', [machine])).rows[0]?.record ?? NO_STATUS;
+        this.seenStatus.set(machine, seen);
+      }
+      const applied = applyEvent(seen === NO_STATUS ? undefined : (JSON.parse(seen) as StatusRecord), event, at);
+      const params: unknown[] = auditValues(applied.flag ? { ...entry, reason: applied.flag } : entry, at);
+      const p = (v: unknown) => {
+        params.push(v);
+        return `$${params.length}`;
+      };
+      const typed = AUDIT_COLUMN_TYPES.map((type, i) => `$${i + 1}::${type}`);
+      const parts: string[] = [];
+      // The gate every write passes: the claim taken (expired claims dropped first), or always.
+      if (claim) {
+        const now = p(Math.floor(this.now().getTime() / 1000));
+        parts.push(`expired AS (DELETE FROM claimed_urls WHERE expires_at <= ${now})`);
+        parts.push(`gate AS (INSERT INTO claimed_urls (key, machine, expires_at) VALUES (${p(claim.key)}, $1, ${p(claim.expiresAt)}) ON CONFLICT (key) DO NOTHING RETURNING 1)`);
+      } else {
+        parts.push('gate AS (SELECT 1)');
+      }
+      const open = 'EXISTS (SELECT 1 FROM gate)';
+      if (applied.accepted) {
+        const { record } = applied;
+        const values = [p(record.phase), p(record.since), p(JSON.stringify(record))] as const;
+        parts.push(
+          seen === NO_STATUS
+            ? `status_row AS (INSERT INTO machine_status (machine, phase, since, record) SELECT $1, ${values[0]}, ${values[1]}, ${values[2]} FROM gate ON CONFLICT (machine) DO NOTHING RETURNING 1)`
+            : `status_row AS (UPDATE machine_status SET phase = ${values[0]}, since = ${values[1]}, record = ${values[2]} WHERE machine = $1 AND record = ${p(seen)} AND ${open} RETURNING 1)`,
+        );
+      } else {
+        parts.push(
+          seen === NO_STATUS
+            ? `status_row AS (SELECT 1 FROM gate WHERE NOT EXISTS (SELECT 1 FROM machine_status WHERE machine = $1))`
+            : `status_row AS (SELECT 1 FROM machine_status WHERE machine = $1 AND record = ${p(seen)} AND ${open} FOR UPDATE)`,
+        );
+      }
+      const written = 'EXISTS (SELECT 1 FROM status_row)';
+      const merge = mergesRepeats(entry, max);
+      if (merge) parts.push(`merged AS (${mergeRepeatSql((i) => typed[i]!, 'IS NOT DISTINCT FROM')} AND ${written} RETURNING 1)`);
+      parts.push(`audit_row AS (INSERT INTO audit (${AUDIT_COLUMNS}) SELECT ${typed.join(', ')} FROM status_row${merge ? ' WHERE NOT EXISTS (SELECT 1 FROM merged)' : ''} RETURNING 1)`);
+      // Data-modifying CTEs all run on one snapshot: the trim does not see the new audit
+      // row, so it keeps one fewer of the older ones.
+      if (max !== undefined) parts.push(`trimmed AS (${trimServedAuditSql(['$1', '$1'], ['$2::text', '$2::text'], max >= 2 ? String(max - 2) : undefined)} AND EXISTS (SELECT 1 FROM audit_row))`);
+      const sql = `WITH ${parts.join(', ')} SELECT ${open} AS open, CASE WHEN ${open} AND NOT ${written} THEN bootwright_status_changed($1) END AS changed`;
+      try {
+        const row = (await this.pool.query<{ open: boolean }>(sql, params)).rows[0]!;
+        if (!row.open) return false;
+        this.seenStatus.set(machine, applied.accepted ? JSON.stringify(applied.record) : seen);
+        return true;
+      } catch (e) {
+        if ((e as { code?: unknown }).code !== STATUS_CHANGED) throw e;
+        this.seenStatus.delete(machine);
+      }
+    }
+    return undefined;
   }
 
   /** @inheritdoc */

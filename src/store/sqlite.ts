@@ -17,7 +17,7 @@ import { documentNeeds, migrateStore, READABLE_FROM, type SchemaState } from './
 import { commitUnlessDryRun, dryRunAnswer } from './dry-run.js';
 import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
 import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
-import type { MachineSpec, ResourceKind, StoredResource } from './resources.js';
+import type { MachineSpec, ProfileSpec, ResourceKind, StoredResource } from './resources.js';
 import {
   AUDIT_COLUMNS,
   AUDIT_READ_COLUMNS,
@@ -48,6 +48,8 @@ import { applyEvent, type FleetCounts, type StatusEvent, type StatusRecord } fro
 import { requirementsOf } from './selector.js';
 import {
   type AuditBounds,
+  type BootCandidates,
+  type FetchParts,
   type UrlClaim,
   type AuditEntry,
   type AuditInput,
@@ -519,6 +521,38 @@ export class SqliteStore implements Store {
       }
       const rows = statement.all(...entries.flatMap((e) => [e.selector, e.value]));
       return rows.map((row) => toResource<MachineSpec>(row));
+    });
+  }
+
+  /** @inheritdoc In-process reads: the candidates, then their profiles. */
+  async bootCandidates(identity: MachineIdentity & { labels?: Record<string, string> }, fallback?: string): Promise<BootCandidates> {
+    const machines = await this.findMachinesBy(identity);
+    return settle(() => {
+      if (fallback !== undefined && !machines.some((m) => m.name === fallback)) {
+        const row = this.statements.get.get('Machine', fallback);
+        if (row) machines.push(toResource<MachineSpec>(row));
+      }
+      const profiles = new Map<string, StoredResource<ProfileSpec>>();
+      for (const m of machines) {
+        const row = profiles.has(m.spec.profile) ? undefined : this.statements.get.get('Profile', m.spec.profile);
+        if (row) profiles.set(row.name, toResource<ProfileSpec>(row));
+      }
+      return { machines, profiles };
+    });
+  }
+
+  /** @inheritdoc In-process reads, one after another in one synchronous step (so from one state of the file). */
+  fetchParts(machine: string, claimKey?: string): Promise<FetchParts> {
+    return settle(() => {
+      const s = this.statements;
+      const read = <K extends ResourceKind>(kind: K, name: string): StoredResource<SpecOf<K>> => {
+        const row = s.get.get(kind, name);
+        if (!row) throw new NotFoundError(kind, name);
+        return toResource<SpecOf<K>>(row);
+      };
+      const m = read('Machine', machine);
+      const claimed = claimKey !== undefined && s.urlClaimed.get(claimKey, Math.floor(this.now().getTime() / 1000)) !== undefined;
+      return { machine: m, cluster: read('Cluster', m.spec.cluster), profile: read('Profile', m.spec.profile), claimed };
     });
   }
 

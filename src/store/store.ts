@@ -19,6 +19,21 @@ export type { MachineIdentity } from './identity.js';
 /** The spec type of each kind. */
 export type SpecOf<K extends ResourceKind> = K extends 'Cluster' ? ClusterSpec : K extends 'Profile' ? ProfileSpec : MachineSpec;
 
+/** What `/ipxe` reads ({@link Store.bootCandidates}): candidate machines, sorted by name, and their profiles by name. */
+export interface BootCandidates {
+  machines: StoredResource<MachineSpec>[];
+  profiles: Map<string, StoredResource<ProfileSpec>>;
+}
+
+/** What a signed fetch reads ({@link Store.fetchParts}). */
+export interface FetchParts {
+  machine: StoredResource<MachineSpec>;
+  cluster: StoredResource<ClusterSpec>;
+  profile: StoredResource<ProfileSpec>;
+  /** Whether the URL named by the claim key is claimed. */
+  claimed: boolean;
+}
+
 /** What a create or replace writes. */
 export interface ResourceInput<S> {
   name: string;
@@ -279,6 +294,25 @@ export interface Store {
    * Ranking the candidates is the caller's (src/boot).
    */
   findMachinesBy(identity: MachineIdentity & { labels?: Record<string, string> }): Promise<StoredResource<MachineSpec>[]>;
+
+  /**
+   * What `/ipxe` reads, in one query where the store is networked (issue 32): the
+   * {@link findMachinesBy} candidates, the machine named `fallback` too when it exists
+   * (`BOOTWRIGHT_DEFAULT_MACHINE`, a candidate when nothing else matches), and the
+   * profile of each, at their current revisions, read together.
+   */
+  bootCandidates(identity: MachineIdentity & { labels?: Record<string, string> }, fallback?: string): Promise<BootCandidates>;
+
+  /**
+   * What a signed fetch of a machine's bootstrap data reads, in one query where the
+   * store is networked (issue 32): the machine, its cluster and its profile at their
+   * current revisions, read together, and whether the URL `claimKey` names is claimed
+   * ({@link urlClaimed}; false without a key).
+   *
+   * @throws NotFoundError when the machine (or, in a store some bug left inconsistent,
+   *   its cluster or profile) does not exist
+   */
+  fetchParts(machine: string, claimKey?: string): Promise<FetchParts>;
 
   /**
    * Append an audit row. For a refusal ({@link isRefusal}), in the same transaction,

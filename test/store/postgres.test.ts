@@ -50,7 +50,7 @@ if (url !== undefined) {
       await client.connect();
       try {
         const rows = (await client.query(`SELECT version::integer AS version, name FROM ${schema}.schema_version WHERE version > 0 ORDER BY version`)).rows;
-        assert.deepEqual(rows, [{ version: 1, name: 'inventory' }, { version: 2, name: 'bounded-unauthenticated' }, { version: 3, name: 'transport-security' }, { version: 4, name: 'discovered-enrolled' }, { version: 5, name: 'machine-status' }, { version: 6, name: 'rules-version' }, { version: 7, name: 'discovered-why' }, { version: 8, name: 'minted-tokens' }, { version: 9, name: 'rollback-needs' }, { version: 10, name: 'audit-repeats' }]);
+        assert.deepEqual(rows, [{ version: 1, name: 'inventory' }, { version: 2, name: 'bounded-unauthenticated' }, { version: 3, name: 'transport-security' }, { version: 4, name: 'discovered-enrolled' }, { version: 5, name: 'machine-status' }, { version: 6, name: 'rules-version' }, { version: 7, name: 'discovered-why' }, { version: 8, name: 'minted-tokens' }, { version: 9, name: 'rollback-needs' }, { version: 10, name: 'audit-repeats' }, { version: 11, name: 'status-check' }]);
       } finally {
         await client.end();
       }
@@ -111,6 +111,37 @@ if (url !== undefined) {
         assert.equal((await a.get('Cluster', 'prod')).revision, 2);
         const creates = await Promise.allSettled([a, b, a, b].map((s) => s.create('Profile', { name: 'worker', spec: { role: 'worker', kubernetesVersion: 'v1.33.2' } })));
         assert.equal(creates.filter((r) => r.status === 'fulfilled').length, 1);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
+
+    it('two replicas write one machine\'s lifecycle in one statement each: a record changed by the other is read again, never overwritten', async () => {
+      const schema = `s${++n}`;
+      const a = await open(schema);
+      const b = await open(schema);
+      try {
+        const served = { kind: 'served' as const, served: { revision: 1, sha256: 'ab'.repeat(32), format: 'cloud-config' as const } };
+        const row = (route: string) => ({ machine: 'node-1', route, client: '10.0.0.1', status: 200 });
+        // Each replica's last seen record is stale at every write after the first: the other wrote since.
+        for (let i = 0; i < 4; i++) {
+          assert.equal(await (i % 2 ? a : b).recordAudit(row('/ipxe'), {}, { kind: 'booting' }), true);
+          assert.equal(await (i % 2 ? b : a).recordAudit(row('/nocloud/user-data'), {}, served), true);
+        }
+        const record = (await a.statuses(['node-1'])).get('node-1')!;
+        assert.deepEqual(record.transitions.map((t) => t.phase), ['Booting', 'Provisioning', 'Booting', 'Provisioning', 'Booting', 'Provisioning', 'Booting', 'Provisioning']);
+        // Twenty first boots at once on a new machine, from both: one transition, twenty rows.
+        const boots = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).recordAudit({ ...row('/boot-check'), machine: 'node-2' }, {}, { kind: 'booting' })));
+        assert.deepEqual(boots, Array.from({ length: 20 }, () => true));
+        assert.deepEqual((await b.statuses(['node-2'])).get('node-2')!.transitions.map((t) => t.phase), ['Booting']);
+        assert.equal((await a.audit('node-2', { limit: 100 })).length, 20);
+        // A URL claimed at once from both: exactly one write.
+        const claim = { key: 'url-node-3', expiresAt: Math.floor(Date.now() / 1000) + 3600 };
+        const claims = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b).recordAudit({ ...row('/ignition'), machine: 'node-3' }, {}, served, claim)));
+        assert.equal(claims.filter(Boolean).length, 1);
+        assert.equal((await a.audit('node-3', { limit: 100 })).length, 1);
+        assert.deepEqual((await b.statuses(['node-3'])).get('node-3')!.transitions.map((t) => t.phase), ['Provisioning']);
       } finally {
         await a.close();
         await b.close();

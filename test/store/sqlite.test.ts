@@ -96,7 +96,7 @@ describe('SQLite store specifics', () => {
     const db = new Database(path, { readonly: true });
     try {
       assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
-      assert.deepEqual(db.prepare('SELECT version, name FROM schema_version WHERE version > 0').all(), [{ version: 1, name: 'inventory' }, { version: 2, name: 'bounded-unauthenticated' }, { version: 3, name: 'transport-security' }, { version: 4, name: 'discovered-enrolled' }, { version: 5, name: 'machine-status' }, { version: 6, name: 'rules-version' }, { version: 7, name: 'discovered-why' }, { version: 8, name: 'minted-tokens' }, { version: 9, name: 'rollback-needs' }, { version: 10, name: 'audit-repeats' }]);
+      assert.deepEqual(db.prepare('SELECT version, name FROM schema_version WHERE version > 0').all(), [{ version: 1, name: 'inventory' }, { version: 2, name: 'bounded-unauthenticated' }, { version: 3, name: 'transport-security' }, { version: 4, name: 'discovered-enrolled' }, { version: 5, name: 'machine-status' }, { version: 6, name: 'rules-version' }, { version: 7, name: 'discovered-why' }, { version: 8, name: 'minted-tokens' }, { version: 9, name: 'rollback-needs' }, { version: 10, name: 'audit-repeats' }, { version: 11, name: 'status-check' }]);
     } finally {
       db.close();
     }

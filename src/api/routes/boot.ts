@@ -53,7 +53,7 @@ import { replaceWithProblem, sendProblem, storageUnavailable } from '../replies.
 import { isHostHeader, reportUrlFor } from '../signing.js';
 import { UnauthenticatedWrites } from '../unauthenticated.js';
 import { cameInPlain } from '../plain.js';
-import { assembledRequest, machineParts, noteTolerated, storedLevels } from './bootstrap.js';
+import { assembledRequest, noteTolerated, storedLevels } from './bootstrap.js';
 
 /** Media type of iPXE scripts and the small NoCloud documents. */
 export const SCRIPT_MEDIA_TYPE = 'text/plain; charset=utf-8';
@@ -285,16 +285,26 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
     return true;
   };
 
+  /** The key a signed URL is claimed under (route + signature, hashed), when first fetch wins. */
+  const claimKey = (route: string, sig: string): string | undefined => (ctx.config.firstFetchWins ? createHash('sha256').update(`${route}\n${sig}`).digest('hex') : undefined);
+
+  /**
+   * The machine, its cluster and profile, and whether the URL was claimed: one read
+   * ({@link Store.fetchParts}).
+   */
+  const readFetch = (name: string, route: string, sig: string) => ctx.store.fetchParts(name, claimKey(route, sig));
+
   /**
    * First fetch wins (issue 16, `firstFetchWins`, on by default): false (refused,
-   * audited, counted) when the URL (route + signature, hashed) was claimed before, by
-   * this replica or another, before or after a restart; else the answer claims it with
-   * its audit row (onSend), so only an answer that is acknowledged uses the URL up.
+   * audited, counted) when the URL was claimed before (`claimed`, read with the machine),
+   * by this replica or another, before or after a restart; else the answer claims it
+   * with its audit row (onSend), so only an answer that is acknowledged uses the URL up
+   * (and of two at once, the one whose row commits first).
    */
-  const firstFetch = async (request: FastifyRequest, reply: FastifyReply, entry: Audited, route: string, exp: string, sig: string): Promise<boolean> => {
-    if (!ctx.config.firstFetchWins) return true;
-    const key = createHash('sha256').update(`${route}\n${sig}`).digest('hex');
-    if (!(await ctx.store.urlClaimed(key))) {
+  const firstFetch = (request: FastifyRequest, reply: FastifyReply, entry: Audited, route: string, exp: string, sig: string, claimed: boolean): boolean => {
+    const key = claimKey(route, sig);
+    if (key === undefined) return true;
+    if (!claimed) {
       entry.claim = { key, expiresAt: Number(exp) };
       return true;
     }
@@ -307,8 +317,8 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
    * or render refused with a 406 or 422, which serves nothing, uses up neither): first
    * fetch wins, then the machine's maxFetches. False when a refusal (403) was sent.
    */
-  const claimFetch = async (request: FastifyRequest, reply: FastifyReply, entry: Audited, machine: StoredResource<MachineSpec>, route: string, exp: string, sig: string): Promise<boolean> => {
-    if (!(await firstFetch(request, reply, entry, route, exp, sig))) return false;
+  const claimFetch = async (request: FastifyRequest, reply: FastifyReply, entry: Audited, machine: StoredResource<MachineSpec>, route: string, exp: string, sig: string, claimed: boolean): Promise<boolean> => {
+    if (!firstFetch(request, reply, entry, route, exp, sig, claimed)) return false;
     if (await takeFetch(machine)) return true;
     refuse(entry, reply, FETCH_LIMIT);
     return false;
@@ -318,7 +328,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
    * Send a secret-bearing fetch's data ({@link sendTarget}): audited with what was
    * served, its limits claimed ({@link claimFetch}) once the data is rendered.
    */
-  const sendSigned = (request: FastifyRequest, reply: FastifyReply, entry: Audited, machine: StoredResource<MachineSpec>, known: KnownRequest, query: DeliveryQuery, route: string, exp: string, sig: string) =>
+  const sendSigned = (request: FastifyRequest, reply: FastifyReply, entry: Audited, machine: StoredResource<MachineSpec>, known: KnownRequest, query: DeliveryQuery, route: string, exp: string, sig: string, claimed: boolean) =>
     sendTarget(
       ctx,
       request,
@@ -329,7 +339,7 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
         Object.assign(entry, servedAs(machine.revision, result));
         if (result.tolerated) noteTolerated(ctx, request, machine.name, result.tolerated);
       },
-      () => claimFetch(request, reply, entry, machine, route, exp, sig),
+      () => claimFetch(request, reply, entry, machine, route, exp, sig, claimed),
     );
 
   app.get(
@@ -387,16 +397,10 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       // own fetches (kernel, initrds, the retry chain) go where this script came from.
       const base = ctx.signing.baseUrl(request);
       const scriptBase = plainBase(request) ?? base;
-      const candidates = await ctx.store.findMachinesBy(identity);
-      // The default machine is a candidate too: matchMachine picks it only when nothing else matches.
+      // The default machine is a candidate too: matchMachine picks it only when nothing else
+      // matches. The candidates and their profiles in one read.
       const fallback = ctx.config.defaultMachine;
-      if (fallback !== undefined && !candidates.some((m) => m.name === fallback)) {
-        try {
-          candidates.push(await ctx.store.get('Machine', fallback));
-        } catch (e) {
-          if (!(e instanceof NotFoundError)) throw e;
-        }
-      }
+      const { machines: candidates, profiles } = await ctx.store.bootCandidates(identity, fallback);
       const match = matchMachine(identity, candidates, fallback !== undefined ? { defaultMachine: fallback } : {});
       const machine = match ? candidates.find((m) => m.name === match.machine) : undefined;
       if (!machine) {
@@ -434,7 +438,8 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const { mac, uuid, serial, hostname, buildarch, platform } = identity;
       const firmware = Object.fromEntries(Object.entries({ mac, uuid, serial, hostname, buildarch, platform, client: request.ip }).filter(([, v]) => v !== undefined));
       audited.set(request, { machine: machine.name, route: '/ipxe', event: { kind: 'booting', firmware } });
-      const profile = await ctx.store.get('Profile', machine.spec.profile);
+      const profile = profiles.get(machine.spec.profile);
+      if (!profile) throw new NotFoundError('Profile', machine.spec.profile);
       const boot = profile.spec.boot;
       if (!boot) return sendScript(reply, retryScript([`no boot section in profile ${echoSafe(profile.name)}`], scriptBase), 'no-store');
       const format = bootFormat(profile.spec.output?.format);
@@ -491,14 +496,14 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const verdict = verifySignature(ctx.signing.key(), name, IGNITION_PATH, exp, sig, Date.now() / 1000, client === undefined ? undefined : { client, from: request.ip }, inc);
       const refused = refuseVerdict(request, reply, IGNITION_PATH, verdict);
       if (refused) return refused;
-      const stored = await machineParts(ctx.store, name, undefined);
+      const { claimed, ...stored } = await readFetch(name, IGNITION_PATH, sig);
       if (otherIncarnation(request, reply, IGNITION_PATH, stored.machine, inc)) return reply;
       const parts = await ctx.mintedTokens.withToken(stored);
       const query = { format: 'ignition' as const, ignitionVersion, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), parts.machine, exp), ...storedLevels(parts) };
       const known = await assembledRequest(ctx, parts, false, { accept: request.headers.accept, query });
       // Signed, so a real machine's Ignition: later pre-renders render the spec it asked for.
       ctx.prerender.noteIgnitionVersion(askedIgnitionVersion(request.headers.accept, ignitionVersion));
-      await sendSigned(request, reply, entry, parts.machine, known, query, IGNITION_PATH, exp, sig);
+      await sendSigned(request, reply, entry, parts.machine, known, query, IGNITION_PATH, exp, sig, claimed);
       return reply;
     },
   );
@@ -543,12 +548,12 @@ export const bootRoutes: FastifyPluginCallbackZod<ServiceContext> = (app, ctx, d
       const refused = refuseVerdict(request, reply, route, verdict);
       if (refused) return refused;
       if (file === 'user-data') {
-        const stored = await machineParts(ctx.store, id, undefined);
+        const { claimed, ...stored } = await readFetch(id, route, sig);
         if (otherIncarnation(request, reply, route, stored.machine, incarnation)) return reply;
         const parts = await ctx.mintedTokens.withToken(stored);
         const query = { format: 'cloud-config' as const, reportUrl: reportUrlFor(ctx, ctx.signing.baseUrl(request), parts.machine, exp), ...storedLevels(parts) };
         const known = await assembledRequest(ctx, parts, false, { accept: request.headers.accept, query });
-        await sendSigned(request, reply, entry, parts.machine, known, query, route, exp, sig);
+        await sendSigned(request, reply, entry, parts.machine, known, query, route, exp, sig, claimed);
         return reply;
       }
       const machine = await ctx.store.get('Machine', id);
