@@ -531,6 +531,7 @@ export class SqliteStore implements Store {
       if (fallback !== undefined && !machines.some((m) => m.name === fallback)) {
         const row = this.statements.get.get('Machine', fallback);
         if (row) machines.push(toResource<MachineSpec>(row));
+        machines.sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
       }
       const profiles = new Map<string, StoredResource<ProfileSpec>>();
       for (const m of machines) {

@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, InvalidArgumentError, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from '../../src/store/errors.js';
 import type { ClusterSpec, MachineSpec, ProfileSpec } from '../../src/store/resources.js';
 import { selects } from '../../src/store/selector.js';
-import type { Store } from '../../src/store/store.js';
+import type { BootCandidates, Store } from '../../src/store/store.js';
 
 const TOKEN = 'abcdef.0123456789abcdef';
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -688,6 +688,30 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
         assert.deepEqual(await find({}), []);
         const found = await store.findMachinesBy({ mac: 'aa:bb:cc:dd:ee:03' });
         assert.deepEqual(found[0]!.spec.selectors.mac, ['aa-bb-cc-dd-ee-03'], 'specs come back as written');
+      }, true));
+
+      it("reads a boot's candidates with their profiles, and a fetch's machine, cluster, profile and claim, each at once", using(makeStore, async (store) => {
+        await store.create('Profile', { name: 'other', spec: profile({ kubernetesVersion: 'v1.32.4' }) });
+        await store.create('Machine', { name: 'node-1', spec: machine({}, { mac: ['aa:bb:cc:dd:ee:01'] }) });
+        await store.create('Machine', { name: 'node-2', spec: machine({ profile: 'other' }, { mac: ['aa:bb:cc:dd:ee:02'] }) });
+        await store.create('Machine', { name: 'default', spec: machine({ profile: 'other' }) });
+        const names = (c: BootCandidates) => [c.machines.map((m) => m.name), [...c.profiles.keys()].sort()];
+        assert.deepEqual(names(await store.bootCandidates({ mac: 'aa:bb:cc:dd:ee:01' })), [['node-1'], ['worker']]);
+        assert.deepEqual(names(await store.bootCandidates({ mac: 'aa:bb:cc:dd:ee:02' }, 'default')), [['default', 'node-2'], ['other']]);
+        assert.deepEqual(names(await store.bootCandidates({ mac: 'ff:ff:ff:ff:ff:ff' }, 'default')), [['default'], ['other']], 'the fallback alone');
+        assert.deepEqual(names(await store.bootCandidates({ mac: 'ff:ff:ff:ff:ff:ff' }, 'gone')), [[], []], 'a fallback that does not exist');
+        assert.deepEqual(names(await store.bootCandidates({})), [[], []]);
+        const candidates = await store.bootCandidates({ mac: 'aa:bb:cc:dd:ee:02' });
+        assert.deepEqual([candidates.machines[0]!.revision, candidates.profiles.get('other')!.spec.kubernetesVersion], [1, 'v1.32.4']);
+
+        await store.replace('Machine', { name: 'node-1', spec: machine({ nodeName: 'n1' }, { mac: ['aa:bb:cc:dd:ee:01'] }) });
+        const parts = await store.fetchParts('node-1', 'url-a');
+        assert.deepEqual([parts.machine.revision, parts.machine.spec.nodeName, parts.cluster.name, parts.profile.name, parts.claimed], [2, 'n1', 'prod', 'worker', false]);
+        await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 200 }, {}, { kind: 'served', served: { revision: 2, sha256: 'ab'.repeat(32), format: 'ignition' } }, { key: 'url-a', expiresAt: 4_000_000_000 });
+        assert.equal((await store.fetchParts('node-1', 'url-a')).claimed, true);
+        assert.equal((await store.fetchParts('node-1', 'url-b')).claimed, false);
+        assert.equal((await store.fetchParts('node-1')).claimed, false, 'no key, no claim');
+        await assert.rejects(store.fetchParts('node-9', 'url-a'), (e) => e instanceof NotFoundError && e.kind === 'Machine');
       }, true));
 
       it('follows replaces and deletes', using(makeStore, async (store) => {
