@@ -722,11 +722,6 @@ export class PostgresStore implements Store {
   }
 
   /** @inheritdoc */
-  async urlClaimed(key: string): Promise<boolean> {
-    return (await this.pool.query('SELECT 1 FROM claimed_urls WHERE key = $1 AND expires_at > $2', [key, Math.floor(this.now().getTime() / 1000)])).rows.length > 0;
-  }
-
-  /** @inheritdoc */
   async takeFetch(machine: string, max: number): Promise<boolean> {
     const result = await this.pool.query(
       'INSERT INTO fetch_counts (machine, count) SELECT $1, 1 WHERE $2::integer >= 1 ' +

@@ -568,11 +568,6 @@ export class SqliteStore implements Store {
   }
 
   /** @inheritdoc */
-  urlClaimed(key: string): Promise<boolean> {
-    return settle(() => this.statements.urlClaimed.get(key, Math.floor(this.now().getTime() / 1000)) !== undefined);
-  }
-
-  /** @inheritdoc */
   takeFetch(machine: string, max: number): Promise<boolean> {
     return this.write_(() => this.statements.takeFetch.get(machine, max, max) !== undefined);
   }

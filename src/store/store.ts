@@ -307,7 +307,9 @@ export interface Store {
    * What a signed fetch of a machine's bootstrap data reads, in one query where the
    * store is networked (issue 32): the machine, its cluster and its profile at their
    * current revisions, read together, and whether the URL `claimKey` names is claimed
-   * ({@link urlClaimed}; false without a key).
+   * (first fetch wins, issue 16: an unexpired claim, written by {@link recordAudit}; a
+   * read, which lets a replay be refused before anything is rendered or counted; false
+   * without a key).
    *
    * @throws NotFoundError when the machine (or, in a store some bug left inconsistent,
    *   its cluster or profile) does not exist
@@ -355,15 +357,6 @@ export interface Store {
 
   /** Fetches counted for a machine since its last reset (0 when none). */
   fetchCount(machine: string): Promise<number>;
-
-  /**
-   * Whether a signed URL is claimed (first fetch wins, issue 16; claims are written by
-   * {@link recordAudit}): a read, which lets a replay be refused before anything is
-   * rendered or counted. An unexpired claim only.
-   *
-   * @param key a digest naming the URL ({@link UrlClaim})
-   */
-  urlClaimed(key: string): Promise<boolean>;
 
   /** Reset a machine's fetch counter to 0 (an operator allowing it to boot again). */
   resetFetches(machine: string): Promise<void>;
