@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type ControlPlane, freePort } from './controlplane.js';
+import { type ControlPlane, freePort, retryOnPortClash } from './controlplane.js';
 import { referenceTool } from './tools.js';
 
 /** A running Cluster API manager. */
@@ -43,9 +43,13 @@ export function startCoreManager(mgmt: ControlPlane, flags: string[]): Promise<C
 }
 
 /** A Cluster API manager binary, as its Deployment runs it but on loopback ports; its field manager is the binary's name. */
-async function startManager(name: 'kubeadm-bootstrap-manager' | 'cluster-api-manager', mgmt: ControlPlane, flags: string[]): Promise<Cabpk> {
+function startManager(name: 'kubeadm-bootstrap-manager' | 'cluster-api-manager', mgmt: ControlPlane, flags: string[]): Promise<Cabpk> {
   const binary = referenceTool(name);
-  if (!binary) throw new Error(`${name} is not built (scripts/tools.sh ${name})`);
+  if (!binary) return Promise.reject(new Error(`${name} is not built (scripts/tools.sh ${name})`));
+  return retryOnPortClash(() => startManagerOnce(name, binary, mgmt, flags));
+}
+
+async function startManagerOnce(name: 'kubeadm-bootstrap-manager' | 'cluster-api-manager', binary: string, mgmt: ControlPlane, flags: string[]): Promise<Cabpk> {
   const dir = mkdtempSync(path.join(tmpdir(), 'bw-cabpk-'));
   writeFileSync(path.join(dir, 'kubeconfig'), mgmt.kubeconfig, { mode: 0o600 });
   execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', path.join(dir, 'tls.key'), '-out', path.join(dir, 'tls.crt'), '-subj', '/CN=localhost', '-days', '1'], { stdio: 'ignore' });

@@ -120,16 +120,38 @@ async function stopProcess(p: Started): Promise<void> {
 }
 
 /**
- * Start etcd and kube-apiserver, and wait until the API server's `/readyz` answers.
+ * Run `attempt` again, up to `attempts` times in all, while it fails because a port chosen by
+ * {@link freePort} was taken by another process before the child bound it ("address already in
+ * use" in the error, as Go's net package words it). envtest has the same race and the same cure.
+ *
+ * @throws the last attempt's error, or at once any other error
+ */
+export async function retryOnPortClash<T>(attempt: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await attempt();
+    } catch (e) {
+      if (i >= attempts || !(e instanceof Error) || !e.message.includes('address already in use')) throw e;
+    }
+  }
+}
+
+/**
+ * Start etcd and kube-apiserver, and wait until the API server's `/readyz` answers. A port
+ * taken between its choice and its use is chosen again ({@link retryOnPortClash}).
  *
  * @param timeoutMs how long the two may take to be ready (default two minutes)
  * @throws Error naming a missing tool (`npm run tools`), or with both processes' output
- *   when they are not ready in time
+ *   when they are not ready in time; both processes are stopped first
  */
-export async function startControlPlane(timeoutMs = 120_000): Promise<ControlPlane> {
+export function startControlPlane(timeoutMs = 120_000): Promise<ControlPlane> {
   const etcdBin = referenceTool('etcd');
   const apiserverBin = referenceTool('kube-apiserver');
-  if (!etcdBin || !apiserverBin) throw new Error('etcd and kube-apiserver are not built: npm run tools');
+  if (!etcdBin || !apiserverBin) return Promise.reject(new Error('etcd and kube-apiserver are not built: npm run tools'));
+  return retryOnPortClash(() => startOnce(etcdBin, apiserverBin, timeoutMs));
+}
+
+async function startOnce(etcdBin: string, apiserverBin: string, timeoutMs: number): Promise<ControlPlane> {
   const dir = mkdtempSync(path.join(tmpdir(), 'bootwright-controlplane-'));
   const [clientPort, peerPort, securePort] = [await freePort(), await freePort(), await freePort()];
   const etcdUrl = `http://127.0.0.1:${clientPort}`;
@@ -191,7 +213,7 @@ export async function startControlPlane(timeoutMs = 120_000): Promise<ControlPla
   if (!serverCa || !agent || (await undiciFetch(`${url}/readyz`, { dispatcher: agent }).then((r) => r.status, () => 0)) !== 200) {
     const why = logs();
     await stop();
-    throw new Error(`the test control plane was not ready within ${timeoutMs} ms\n${why}`);
+    throw new Error(`the test control plane was not ready within ${String(timeoutMs)} ms\n${why}`);
   }
   const dispatcher = agent;
   const request: ControlPlane['request'] = async (method, apiPath, body, contentType = 'application/json') => {

@@ -59,7 +59,14 @@ export async function eventually<T>(what: string, fn: () => Promise<T | undefine
 
 /** A management API server with Cluster API's CRDs installed, and a workload API server; stop both when done. */
 export async function startManagement(): Promise<{ mgmt: ControlPlane; workload: ControlPlane; stop: () => Promise<void> }> {
-  const [mgmt, workload] = await Promise.all([startControlPlane(), startControlPlane()]);
+  const started = await Promise.allSettled([startControlPlane(), startControlPlane()]);
+  const failed = started.find((r) => r.status === 'rejected');
+  if (failed) {
+    // The one that did start must not outlive the test: its processes would keep the file running.
+    await Promise.all(started.flatMap((r) => (r.status === 'fulfilled' ? [r.value.stop()] : [])));
+    throw failed.reason;
+  }
+  const [mgmt, workload] = started.map((r) => (r as PromiseFulfilledResult<ControlPlane>).value) as [ControlPlane, ControlPlane];
   const stop = () => Promise.all([mgmt.stop(), workload.stop()]).then(() => undefined);
   try {
     await installCapiCrds(mgmt);
