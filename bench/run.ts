@@ -61,13 +61,17 @@ if (run('storm')) {
   const s = await storeStorms(machines);
   console.log(`registration through the Store API: SQLite ${f(s.registerSeconds.sqlite)} s, PostgreSQL ${f(s.registerSeconds.postgres)} s (16 at a time)`);
   console.log('setup                  | total s | req/s | errors | boot.ipxe p50/p99 ms | ipxe p50/p99 ms | ignition p50/p99 ms | peak RSS MiB');
-  for (const { name, run: r, peakRssMiB } of s.setups) {
+  const mb = 'missing' in s.matchbox ? undefined : s.matchbox;
+  const rows = [...s.setups, ...(mb ? [{ name: 'matchbox, 1 process', run: mb.run, peakRssMiB: [mb.peakRssMiB] }] : [])];
+  for (const { name, run: r, peakRssMiB } of rows) {
     const pp = (n: string) => `${f(route(r.routes, n).p50Ms, 2)} / ${f(route(r.routes, n).p99Ms, 2)}`.padStart(n === '/ignition' ? 19 : n === '/ipxe' ? 15 : 20);
     console.log(
       `${name.padEnd(22)} | ${f(r.totalSeconds, 1).padStart(7)} | ${f((r.machines * 3) / r.totalSeconds, 0).padStart(5)} | ${String(r.errors).padStart(6)} | ${pp('/boot.ipxe')} | ${pp('/ipxe')} | ${pp('/ignition')} | ${peakRssMiB.map((m) => f(m, 0)).join(' + ')}`,
     );
     for (const e of r.errorSamples) console.log(`  error: ${e}`);
   }
+  if (mb) console.log(`matchbox: ${mb.version}, ${mb.groups} file-based groups (one per MAC), one profile and Ignition file; ${mb.run.machines} of the machines booted (BENCH_MATCHBOX_BOOTS)`);
+  else console.log(`*** matchbox: ${(s.matchbox as { missing: string }).missing} ***`);
   console.log("the services' own p99 (arrival to answer, histogram bucket bound), ms:");
   for (const { name, serverP99Ms } of s.setups) console.log(`  ${name.padEnd(22)} | ${Object.entries(serverP99Ms).map(([r, ms]) => `${r} ≤ ${f(ms, 1)}`).join(', ')}`);
   const [sq, p1, p2] = s.setups.map((x) => x.run) as [typeof s.setups[0]['run'], typeof s.setups[0]['run'], typeof s.setups[0]['run']];
@@ -87,6 +91,24 @@ if (run('storm')) {
   const burst = (r: typeof sq) => `${f(route(r.routes, '/ignition').firstSecondP99Ms, 1)} / ${f(route(r.routes, '/ignition').laterP99Ms, 1)} ms`;
   console.log(`/ignition p99, requests started in a storm's first second / after it: SQLite cold ${burst(sq)}; pre-rendered first boot ${burst(pr.first)}, repeated boot ${burst(pr.repeat)}`);
   console.log(`SQLite: /ignition ${f(s.ignitionRps, 0)} req/s vs POST /v1/render cache hit ${f(s.renderHitRps, 0)} req/s: ratio ${f(s.ignitionRps / s.renderHitRps, 2)}`);
+  // Issue 32's figures, as name: value lines, the ratios last.
+  const boots = (r: typeof sq) => r.machines / r.totalSeconds;
+  console.log(`storm boots/s, SQLite 1: ${f(boots(sq), 0)}`);
+  console.log(`storm boots/s, PostgreSQL 1: ${f(boots(p1), 0)}`);
+  console.log(`storm boots/s, PostgreSQL 2+proxy: ${f(boots(p2), 0)}`);
+  if (mb) console.log(`storm boots/s, matchbox: ${f(boots(mb.run), 0)}`);
+  console.log(`storm /ignition p99 ms, SQLite 1: ${f(ign(sq), 1)} (aim < 300)`);
+  console.log(`storm /ignition p99 ms, PostgreSQL 1: ${f(ign(p1), 1)} (aim < 300)`);
+  console.log(`storm /ignition p99 ms, PostgreSQL 2+proxy: ${f(ign(p2), 1)} (aim < 300)`);
+  if (mb) console.log(`storm /ignition p99 ms, matchbox: ${f(ign(mb.run), 1)}`);
+  console.log(`ratio storm time, PostgreSQL 1 / SQLite 1: ${f(p1.totalSeconds / sq.totalSeconds, 2)} (aim ≤ 1.5)`);
+  console.log(`ratio storm time, PostgreSQL 2+proxy / SQLite 1: ${f(p2.totalSeconds / sq.totalSeconds, 2)} (aim ≤ 1.5)`);
+  console.log(`ratio /ignition req/s / POST /v1/render cache hit req/s, SQLite: ${f(s.ignitionRps / s.renderHitRps, 2)} (aim ≥ 0.3)`);
+  if (mb) {
+    for (const [name, r] of [['SQLite 1', sq], ['PostgreSQL 1', p1], ['PostgreSQL 2+proxy', p2]] as const) {
+      console.log(`ratio boots/s, bootwright ${name} / matchbox: ${f(boots(r) / boots(mb.run), 2)} (aim ≥ 1, at /ignition p99 ratio ${f(ign(r) / ign(mb.run), 2)}, aim ≤ 1)`);
+    }
+  }
 }
 
 if (run('fault')) {

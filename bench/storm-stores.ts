@@ -1,7 +1,8 @@
 /**
  * Boot storm on three setups, one run, so the ratios compare like with like: SQLite
  * with one process, PostgreSQL with one process, and PostgreSQL with two processes behind
- * a round-robin TCP proxy (bench/proxy.ts). Each setup starts cold (fresh processes, so
+ * a round-robin TCP proxy (bench/proxy.ts); and the same machines on matchbox, the peer
+ * (bench/storm-matchbox.ts), when it is built. Each setup starts cold (fresh processes, so
  * empty render caches); the two PostgreSQL setups share one database filled once.
  */
 import { randomBytes } from 'node:crypto';
@@ -13,6 +14,7 @@ import { ipxeQuery } from './machines.js';
 import { freePort } from './net.js';
 import { startProxy } from './proxy.js';
 import { BENCH_TOKEN, type BenchServer, rss, startServe, stopServe } from './serve.js';
+import { type MatchboxStorm, matchboxBinary, matchboxStorm } from './storm-matchbox.js';
 import { bootStorm, IGNITION_ACCEPT, ROUTES, type StormRun } from './storm.js';
 
 /** One setup's storm. */
@@ -52,16 +54,28 @@ export interface StoreStorms {
   renderHitRps: number;
   /** SQLite, one process, pre-rendering finished before the storm: the first boot and a repeated boot. */
   prerendered: { first: StormRun; repeat: StormRun; prerenderSeconds: number };
+  /** matchbox on the same machines, or why it did not run (not built: `scripts/tools.sh matchbox`). */
+  matchbox: MatchboxStorm | { missing: string };
 }
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
-/** Start `count` replicas of one inventory (sharing a URL-signing key; `publicUrl` their public URL, default each its own). */
-async function replicas(inventory: Inventory, count: number, publicUrl?: string): Promise<BenchServer[]> {
+/**
+ * Machines matchbox boots out of its `n` (BENCH_MATCHBOX_BOOTS, default 2000): its storm's
+ * time grows with the square of the machines (bench/storm-matchbox.ts), 10,000 of 10,000
+ * would take half an hour here.
+ */
+const MATCHBOX_BOOTS = Number(process.env.BENCH_MATCHBOX_BOOTS ?? 2000);
+
+/**
+ * Start `count` replicas of one inventory (sharing a URL-signing key; `publicUrl` their
+ * public URL, default each its own; `env` more settings).
+ */
+async function replicas(inventory: Inventory, count: number, publicUrl?: string, env: Record<string, string> = {}): Promise<BenchServer[]> {
   const key = randomBytes(32).toString('hex');
   const servers: BenchServer[] = [];
   for (let i = 0; i < count; i++) {
-    servers.push(await startServe(await freePort(), { ...inventory.env, BOOTWRIGHT_URL_SIGNING_KEY: key, ...(publicUrl ? { BOOTWRIGHT_PUBLIC_URL: publicUrl } : {}) }));
+    servers.push(await startServe(await freePort(), { ...inventory.env, BOOTWRIGHT_URL_SIGNING_KEY: key, ...(publicUrl ? { BOOTWRIGHT_PUBLIC_URL: publicUrl } : {}), ...env }));
   }
   return servers;
 }
@@ -83,13 +97,20 @@ async function stormSetup(name: string, inventory: Inventory, count: number, n: 
   }
 }
 
-/** /ignition (one machine, cached) vs POST /v1/render cache hit, requests/s, autocannon 5 s each. */
-async function ignitionVsRender(inventory: Inventory): Promise<{ ignitionRps: number; renderHitRps: number }> {
-  const [server] = await replicas(inventory, 1);
+/**
+ * /ignition (one machine, cached) vs POST /v1/render cache hit, requests/s, autocannon 5 s
+ * each; and machine 0's config as served (matchbox's file). One URL fetched again and
+ * again: the replica lets a signed URL be fetched more than once
+ * (`BOOTWRIGHT_FIRST_FETCH_WINS=false`, 0.2.0's behaviour), so that every fetch is
+ * answered, counted and audited as a first fetch is.
+ */
+async function ignitionVsRender(inventory: Inventory): Promise<{ ignitionRps: number; renderHitRps: number; config: string }> {
+  const [server] = await replicas(inventory, 1, undefined, { BOOTWRIGHT_FIRST_FETCH_WINS: 'false' });
   try {
     const script = await (await fetch(`${server!.base}/ipxe?${ipxeQuery(0)}`)).text();
     const url = /ignition\.config\.url=(\S+)/.exec(script)?.[1];
     if (!url) throw new Error('no Ignition URL in the script');
+    const config = await (await fetch(url, { headers: { accept: IGNITION_ACCEPT } })).text();
     const ign = await autocannon({ url, headers: { accept: IGNITION_ACCEPT }, duration: 5, connections: 32 });
     const worker = JSON.stringify(load(readFileSync(new URL('../examples/worker.yaml', import.meta.url), 'utf8')));
     const render = await autocannon({
@@ -101,7 +122,7 @@ async function ignitionVsRender(inventory: Inventory): Promise<{ ignitionRps: nu
       connections: 32,
     });
     if (ign.non2xx + render.non2xx + ign.errors + render.errors > 0) throw new Error('autocannon saw errors');
-    return { ignitionRps: ign.requests.average, renderHitRps: render.requests.average };
+    return { ignitionRps: ign.requests.average, renderHitRps: render.requests.average, config };
   } finally {
     await stopServe(server!);
   }
@@ -140,12 +161,15 @@ export async function storeStorms(n = 10_000): Promise<StoreStorms> {
   let postgres: Inventory | undefined;
   try {
     const setups = [await stormSetup('SQLite, 1 process', sqlite, 1, n)];
-    const { ignitionRps, renderHitRps } = await ignitionVsRender(sqlite);
+    const { ignitionRps, renderHitRps, config } = await ignitionVsRender(sqlite);
     const prerendered = await prerenderedStorms(sqlite, n);
     postgres = await postgresInventory(n);
     setups.push(await stormSetup('PostgreSQL, 1 process', postgres, 1, n));
     setups.push(await stormSetup('PostgreSQL, 2 + proxy', postgres, 2, n));
-    return { machines: n, setups, registerSeconds: { sqlite: sqlite.registerSeconds, postgres: postgres.registerSeconds }, ignitionRps, renderHitRps, prerendered };
+    const binary = matchboxBinary();
+    process.stderr.write(`  … storm: matchbox${binary ? '' : ' (not built)'}\n`);
+    const matchbox = binary ? await matchboxStorm(binary, n, config, Math.min(n, MATCHBOX_BOOTS)) : { missing: 'matchbox is not built (scripts/tools.sh matchbox): no side-by-side figures' };
+    return { machines: n, setups, registerSeconds: { sqlite: sqlite.registerSeconds, postgres: postgres.registerSeconds }, ignitionRps, renderHitRps, prerendered, matchbox };
   } finally {
     await sqlite.remove();
     await postgres?.remove();

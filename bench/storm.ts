@@ -54,6 +54,19 @@ export interface StormOptions {
   retry?: boolean;
   /** Called after each machine finishes, with how many have. */
   onProgress?: (finished: number) => void;
+  /** The path each connection is opened with before the clock starts (default `/healthz`). */
+  warmPath?: string;
+  /**
+   * The config URL machine i takes from its iPXE script (default {@link signedConfigUrl});
+   * undefined when the script names none of its own.
+   */
+  configUrl?: (script: string, i: number) => string | undefined;
+}
+
+/** bootwright's: the signed `ignition.config.url` of the script, which names machine i. */
+export function signedConfigUrl(script: string, i: number): string | undefined {
+  const url = /ignition\.config\.url=(\S+)/.exec(script)?.[1];
+  return url && new URL(url).searchParams.get('machine') === nameOf(i) ? url : undefined;
 }
 
 /** The p-th percentile of sorted values (nearest rank). */
@@ -80,7 +93,7 @@ export async function bootStorm(base: string, indices: number[], options: StormO
   // 190 ms, against 0.23 s with the connections opened first: costs of the client.
   const slots = Math.min(concurrency, indices.length);
   const dispatchers = Array.from({ length: slots }, () => new Agent({ connections: 1, keepAliveTimeout: 30_000 }));
-  await Promise.all(dispatchers.map(async (dispatcher) => (await request(`${base}/healthz`, { dispatcher })).body.text()));
+  await Promise.all(dispatchers.map(async (dispatcher) => (await request(`${base}${options.warmPath ?? '/healthz'}`, { dispatcher })).body.text()));
   const times: Record<string, number[]> = Object.fromEntries(ROUTES.map((r) => [r, []]));
   /** When each answered request started, ms after the storm's start (parallel to `times`). */
   const starts: Record<string, number[]> = Object.fromEntries(ROUTES.map((r) => [r, []]));
@@ -126,8 +139,8 @@ export async function bootStorm(base: string, indices: number[], options: StormO
     try {
       await get(dispatcher, '/boot.ipxe', `${base}/boot.ipxe`);
       const script = await get(dispatcher, '/ipxe', `${base}/ipxe?${ipxeQuery(i)}`);
-      const url = /ignition\.config\.url=(\S+)/.exec(script)?.[1];
-      if (!url || new URL(url).searchParams.get('machine') !== nameOf(i)) throw new Error(`${nameOf(i)}: no Ignition URL of its own in its script`);
+      const url = (options.configUrl ?? signedConfigUrl)(script, i);
+      if (!url) throw new Error(`${nameOf(i)}: no Ignition URL of its own in its script`);
       const config = await get(dispatcher, '/ignition', url, { accept: IGNITION_ACCEPT });
       if ((JSON.parse(config) as { ignition?: { version?: string } }).ignition?.version !== '3.4.0') throw new Error(`${nameOf(i)}: not an Ignition 3.4.0 config`);
       booted.add(i);

@@ -2,18 +2,19 @@
 # Builds the reference tools the tests check bootwright's output against -- kubeadm,
 # kube-apiserver, etcd, ignition, ignition-validate, butane, the kubeadm of older minors
 # kubeadm-1.N, Cluster API's kubeadm bootstrap provider kubeadm-bootstrap-manager and core
-# cluster-api-manager (from
+# cluster-api-manager, and matchbox (the peer `npm run bench` storms beside bootwright) (from
 # the Go module proxy, at the versions pinned by the Go modules in
 # tools/reference/) and schemathesis (from PyPI, at
 # tools/reference/schemathesis/requirements.txt) -- into a cache outside the repository:
 #
 #   ${BOOTWRIGHT_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bootwright/tools}/
 #     parts/<group>-<hash>/bin/<tool>   the binaries; <group> is kubernetes, etcd, coreos,
-#                                       cluster-api, schemathesis or kubeadm-1.N (one per module
-#                                       tools/reference/kubeadm-1.N/), <hash> covers that group's pins
-#                                       (go.mod + go.sum, or requirements.txt), its build
-#                                       parameters (tool_params below), commits.txt and the
-#                                       Go or Python that builds it
+#                                       cluster-api, matchbox, schemathesis or kubeadm-1.N (one per
+#                                       module tools/reference/kubeadm-1.N/), <hash> covers that
+#                                       group's pins (go.mod + go.sum, or requirements.txt), its
+#                                       tools' build parameters (tool_params below) and version
+#                                       flags (ldflags), commits.txt and the Go or Python that
+#                                       builds it
 #     parts/schemathesis-<hash>/venv/   schemathesis's virtualenv
 #     <key>/bin/<tool>                  a symlink per tool into parts/; <key> covers every
 #                                       group's <hash>: the directory to put on PATH
@@ -71,15 +72,15 @@ for d in "$REF"/kubeadm-1.*/; do
   ((n < KUBE_MINOR)) || ON_REQUEST+=("$g")
 done
 mapfile -t KUBEADM_TOOLS < <(printf '%s\n' "${KUBEADM_TOOLS[@]}" | sort -t. -k2,2n)
-ALL_TOOLS=(kubeadm "${KUBEADM_TOOLS[@]}" kube-apiserver etcd kubeadm-bootstrap-manager cluster-api-manager ignition-validate ignition butane schemathesis)
+ALL_TOOLS=(kubeadm "${KUBEADM_TOOLS[@]}" kube-apiserver etcd kubeadm-bootstrap-manager cluster-api-manager ignition-validate ignition butane matchbox schemathesis)
 DEFAULT_TOOLS=()
 for t in "${ALL_TOOLS[@]}"; do
   [[ " ${ON_REQUEST[*]} " == *" $t "* ]] || DEFAULT_TOOLS+=("$t")
 done
 
 # ---------------------------------------------------------------------------------------
-# What each tool is and how upstream builds it. The text of this function is part of
-# every group's hash: change a flag here and the tools are built anew.
+# What each tool is and how upstream builds it. What it sets for a group's tools is part of
+# that group's hash (group_inputs): change a flag here and that group is built anew.
 tool_params() {
   of='' # a second name of tool $of: built once, as $of
   case $1 in
@@ -127,6 +128,10 @@ tool_params() {
       # ./build: CGO_ENABLED=0, -w, version.Raw = git describe.
       group=coreos pkg=github.com/coreos/butane/internal cgo=0 buildmode='' tags=
       ldflags_base='-w' ldflags_kind=butane version_args=(--version) ;;
+    matchbox)
+      # Makefile: CGO_ENABLED=0, -w, version.Version = git describe.
+      group=matchbox pkg=github.com/poseidon/matchbox/cmd/matchbox cgo=0 buildmode='' tags=
+      ldflags_base='-w' ldflags_kind=matchbox version_args=(-version) ;;
     schemathesis)
       group=schemathesis pkg='' cgo='' buildmode='' tags='' ldflags_base='' ldflags_kind='' version_args=(--version) ;;
     *) return 1 ;;
@@ -167,11 +172,77 @@ else
   PY_ENV=none
 fi
 
+# module -> "version time" of a group's pinned module (time: the release's, from the proxy).
+mod_version() { # mod_version GROUP MODULE
+  local out
+  out=$(cd "$REF/$1" && go list -m -f '{{.Version}} {{if .Time}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' "$2")
+  [[ $out == v* ]] || die "no version of $2 in tools/reference/$1/go.mod"
+  printf '%s\n' "$out"
+}
+mod_commit() { # mod_commit MODULE VERSION -> commit from commits.txt, or ""
+  awk -v m="$1" -v v="$2" '$1 == m && $2 == v { print $3 }' "$REF/commits.txt"
+}
+
+# The version -X flags upstream's build scripts set, one function per ldflags_kind: ldflags_KIND GROUP.
+ldflags_kube() {
+  local m v t c p kv out=''
+  m=$(mod_version "$1" k8s.io/kubernetes) && read -r v t <<<"$m"
+  c=$(mod_commit k8s.io/kubernetes "$v")
+  local major=${v#v} && major=${major%%.*}
+  local minor=${v#v*.} && minor=${minor%%.*}
+  for p in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    for kv in "gitVersion=$v" "gitMajor=$major" "gitMinor=$minor" "gitCommit=$c" \
+      "gitTreeState=archive" "buildDate=${t:-1970-01-01T00:00:00Z}"; do
+      out+=" -X '$p.$kv'"
+    done
+  done
+  printf '%s' "$out"
+}
+ldflags_etcd() {
+  local m v t c
+  m=$(mod_version etcd go.etcd.io/etcd/server/v3) && read -r v t <<<"$m"
+  c=$(mod_commit go.etcd.io/etcd/server/v3 "$v")
+  printf '%s' " -X 'go.etcd.io/etcd/api/v3/version.GitSHA=${c:0:9}'"
+}
+ldflags_capi() {
+  local m v t kv out=''
+  m=$(mod_version cluster-api sigs.k8s.io/cluster-api) && read -r v t <<<"$m"
+  local major=${v#v} && major=${major%%.*}
+  local minor=${v#v*.} && minor=${minor%%.*}
+  for kv in "gitVersion=$v" "gitMajor=$major" "gitMinor=$minor" "gitTreeState=archive" "buildDate=${t:-1970-01-01T00:00:00Z}"; do
+    out+=" -X 'sigs.k8s.io/cluster-api/version.$kv'"
+  done
+  printf '%s' "$out"
+}
+ldflags_ignition() {
+  local m v t
+  m=$(mod_version coreos github.com/coreos/ignition/v2) && read -r v t <<<"$m"
+  printf '%s' " -X 'github.com/coreos/ignition/v2/internal/version.Raw=$v'"
+}
+ldflags_butane() {
+  local m v t
+  m=$(mod_version coreos github.com/coreos/butane) && read -r v t <<<"$m"
+  printf '%s' " -X 'github.com/coreos/butane/internal/version.Raw=$v'"
+}
+ldflags_matchbox() {
+  local m v t
+  m=$(mod_version matchbox github.com/poseidon/matchbox) && read -r v t <<<"$m"
+  printf '%s' " -X 'github.com/poseidon/matchbox/matchbox/version.Version=$v'"
+}
+
 sha() { sha256sum | cut -c1-16; }
 
-# Everything a group's binaries are made of; its hash names the group's part directory.
+# Everything a group's binaries are made of; its hash names the group's part directory:
+# its tools' parameters and the version flags' recipe, not those of other groups, so a new
+# tool or a changed flag rebuilds its own group only.
 group_inputs() { # group_inputs GROUP
-  declare -f tool_params
+  local t group of pkg cgo buildmode tags ldflags_base ldflags_kind version_args
+  for t in "${ALL_TOOLS[@]}"; do
+    tool_params "$t"
+    [[ $group == "$1" ]] || continue
+    printf '%s\n' "$t of=$of pkg=$pkg cgo=$cgo buildmode=$buildmode tags=$tags ldflags_base=$ldflags_base version_args=${version_args[*]}"
+    [[ -z $ldflags_kind ]] || declare -f "ldflags_$ldflags_kind"
+  done
   cat "$REF/commits.txt"
   if [[ $1 == schemathesis ]]; then
     printf '%s\n' "$PY_ENV"
@@ -181,7 +252,7 @@ group_inputs() { # group_inputs GROUP
     cat "$REF/$1/go.mod" "$REF/$1/go.sum"
   fi
 }
-ALL_GROUPS=(kubernetes etcd coreos cluster-api schemathesis "${KUBEADM_GROUPS[@]}")
+ALL_GROUPS=(kubernetes etcd coreos cluster-api matchbox schemathesis "${KUBEADM_GROUPS[@]}")
 declare -A PART
 for group in "${ALL_GROUPS[@]}"; do
   PART[$group]=$group-$(group_inputs "$group" | sha)
@@ -227,52 +298,6 @@ link() { # link TOOL
 for t in "${ALL_TOOLS[@]}"; do link "$t"; done
 ln -s "$KEY" "$CACHE/.tmp-current" && mv -T "$CACHE/.tmp-current" "$CACHE/current"
 
-# module -> "version time" of a group's pinned module (time: the release's, from the proxy).
-mod_version() { # mod_version GROUP MODULE
-  local out
-  out=$(cd "$REF/$1" && go list -m -f '{{.Version}} {{if .Time}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' "$2")
-  [[ $out == v* ]] || die "no version of $2 in tools/reference/$1/go.mod"
-  printf '%s\n' "$out"
-}
-mod_commit() { # mod_commit MODULE VERSION -> commit from commits.txt, or ""
-  awk -v m="$1" -v v="$2" '$1 == m && $2 == v { print $3 }' "$REF/commits.txt"
-}
-
-ldflags() { # ldflags KIND GROUP -> the version -X flags upstream's build scripts set
-  local m v t c p kv out=''
-  case $1 in
-    kube)
-      m=$(mod_version "$2" k8s.io/kubernetes) && read -r v t <<<"$m"
-      c=$(mod_commit k8s.io/kubernetes "$v")
-      local major=${v#v} && major=${major%%.*}
-      local minor=${v#v*.} && minor=${minor%%.*}
-      for p in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-        for kv in "gitVersion=$v" "gitMajor=$major" "gitMinor=$minor" "gitCommit=$c" \
-          "gitTreeState=archive" "buildDate=${t:-1970-01-01T00:00:00Z}"; do
-          out+=" -X '$p.$kv'"
-        done
-      done ;;
-    etcd)
-      m=$(mod_version etcd go.etcd.io/etcd/server/v3) && read -r v t <<<"$m"
-      c=$(mod_commit go.etcd.io/etcd/server/v3 "$v")
-      out=" -X 'go.etcd.io/etcd/api/v3/version.GitSHA=${c:0:9}'" ;;
-    capi)
-      m=$(mod_version cluster-api sigs.k8s.io/cluster-api) && read -r v t <<<"$m"
-      local major=${v#v} && major=${major%%.*}
-      local minor=${v#v*.} && minor=${minor%%.*}
-      for kv in "gitVersion=$v" "gitMajor=$major" "gitMinor=$minor" "gitTreeState=archive" "buildDate=${t:-1970-01-01T00:00:00Z}"; do
-        out+=" -X 'sigs.k8s.io/cluster-api/version.$kv'"
-      done ;;
-    ignition)
-      m=$(mod_version coreos github.com/coreos/ignition/v2) && read -r v t <<<"$m"
-      out=" -X 'github.com/coreos/ignition/v2/internal/version.Raw=$v'" ;;
-    butane)
-      m=$(mod_version coreos github.com/coreos/butane) && read -r v t <<<"$m"
-      out=" -X 'github.com/coreos/butane/internal/version.Raw=$v'" ;;
-  esac
-  printf '%s' "$out"
-}
-
 have_blkid() { printf '#include <blkid/blkid.h>\n' | "${CC:-cc}" -E -x c - >/dev/null 2>&1; }
 
 declare -A DOWNLOADED
@@ -303,7 +328,7 @@ build_go() { # build_go TOOL
     SUMMARY+=("modules:$group $(took "$t0")")
   fi
   local ld flags
-  ld=$(ldflags "$ldflags_kind" "$group")
+  ld=$("ldflags_$ldflags_kind" "$group")
   flags=(-o "$dir/.tmp-$tool/$tool" -ldflags "$ldflags_base$ld")
   [[ -n $tags ]] && flags+=(-tags "$tags")
   [[ -n $buildmode ]] && flags+=(-buildmode "$buildmode")

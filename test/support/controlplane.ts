@@ -141,19 +141,21 @@ export async function retryOnPortClash<T>(attempt: () => Promise<T>, attempts = 
  * taken between its choice and its use is chosen again ({@link retryOnPortClash}).
  *
  * @param timeoutMs how long the two may take to be ready (default two minutes)
+ * @param choosePort where each attempt's three ports come from (default {@link freePort};
+ *   a test hands out a taken one)
  * @throws Error naming a missing tool (`npm run tools`), or with both processes' output
  *   when they are not ready in time; both processes are stopped first
  */
-export function startControlPlane(timeoutMs = 120_000): Promise<ControlPlane> {
+export function startControlPlane(timeoutMs = 120_000, choosePort: () => Promise<number> = freePort): Promise<ControlPlane> {
   const etcdBin = referenceTool('etcd');
   const apiserverBin = referenceTool('kube-apiserver');
   if (!etcdBin || !apiserverBin) return Promise.reject(new Error('etcd and kube-apiserver are not built: npm run tools'));
-  return retryOnPortClash(() => startOnce(etcdBin, apiserverBin, timeoutMs));
+  return retryOnPortClash(() => startOnce(etcdBin, apiserverBin, timeoutMs, choosePort));
 }
 
-async function startOnce(etcdBin: string, apiserverBin: string, timeoutMs: number): Promise<ControlPlane> {
+async function startOnce(etcdBin: string, apiserverBin: string, timeoutMs: number, choosePort: () => Promise<number>): Promise<ControlPlane> {
   const dir = mkdtempSync(path.join(tmpdir(), 'bootwright-controlplane-'));
-  const [clientPort, peerPort, securePort] = [await freePort(), await freePort(), await freePort()];
+  const [clientPort, peerPort, securePort] = [await choosePort(), await choosePort(), await choosePort()];
   const etcdUrl = `http://127.0.0.1:${clientPort}`;
   const etcd = start(etcdBin, [
     `--data-dir=${path.join(dir, 'etcd')}`,

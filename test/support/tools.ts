@@ -3,7 +3,7 @@
  * into a cache outside the repository: kubeadm, kube-apiserver and etcd at the
  * Kubernetes release pinned in tools/reference/kubernetes/go.mod (etcd at the version
  * that release pins), ignition, ignition-validate and butane at tools/reference/coreos/,
- * schemathesis at tools/reference/schemathesis/requirements.txt; and the kubeadm of each
+ * matchbox at tools/reference/matchbox/ (the bench's peer), schemathesis at tools/reference/schemathesis/requirements.txt; and the kubeadm of each
  * minor 1.N pinned in tools/reference/kubeadm-1.N/go.mod as `kubeadm-1.N` (with
  * `kubeadm-1.M` naming kubeadm itself, M its minor). kubeadm 1.N validates only configs of
  * control plane 1.N-1 and 1.N: {@link kubeadmFor} picks the one for a version.
@@ -32,7 +32,7 @@ import path from 'node:path';
 import { missingDependency } from './missing.js';
 
 /** The tools `scripts/tools.sh` builds. */
-export const REFERENCE_TOOLS = ['kubeadm', 'kube-apiserver', 'etcd', 'kubeadm-bootstrap-manager', 'cluster-api-manager', 'ignition-validate', 'ignition', 'butane', 'schemathesis'] as const;
+export const REFERENCE_TOOLS = ['kubeadm', 'kube-apiserver', 'etcd', 'kubeadm-bootstrap-manager', 'cluster-api-manager', 'ignition-validate', 'ignition', 'butane', 'matchbox', 'schemathesis'] as const;
 
 /** The kubeadm of one minor, `kubeadm-1.N` (which of them are pinned: {@link kubeadmTools}). */
 export type KubeadmToolName = `kubeadm-1.${number}`;
