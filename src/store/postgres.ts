@@ -18,6 +18,7 @@
  *   written under one advisory lock, so the cap is exact across replicas.
  * Migrations run under a session advisory lock, so replicas starting together migrate once.
  */
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { hostname } from 'node:os';
 import { LRUCache } from 'lru-cache';
@@ -225,6 +226,24 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
 }
 
 /** The PostgreSQL {@link Store}. Construct with {@link openPostgresStore}. */
+/**
+ * A named prepared statement for a firmware request's SQL (its text has a few variants,
+ * one name each): PostgreSQL parses and plans it once per connection, and later
+ * executions send only its name and parameters, not the text (several hundred bytes to a
+ * few KB), on the route every booting machine takes.
+ *
+ * @returns node-postgres's query config (`name` is `bw_` and 16 hex digits of the text's SHA-256)
+ */
+function prepared(text: string, values: unknown[]): pg.QueryConfig {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `bw_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
+    if (statementNames.size < 1024) statementNames.set(text, name);
+  }
+  return { name, text, values };
+}
+const statementNames = new Map<string, string>();
+
 export class PostgresStore implements Store {
   /** The schema as this start found and left it. */
   schema?: SchemaState;
@@ -532,14 +551,21 @@ export class PostgresStore implements Store {
     const params: string[] = [];
     const terms = entries.map((e) => {
       params.push(e.selector, e.value);
-      return `(selector = $${params.length - 1} AND value = $${params.length})`;
+      return `(sel.selector = $${params.length - 1} AND sel.value = $${params.length})`;
     });
-    const named = [...(terms.length > 0 ? [`name IN (SELECT machine FROM machine_selectors WHERE ${terms.join(' OR ')})`] : []), ...(fallback !== undefined ? [`name = $${params.push(fallback)}`] : [])];
+    // Each part an index lookup, joined by key: an OR of IN-subqueries over resources made
+    // PostgreSQL scan every resource and revision, a firmware request's cost growing with
+    // the machines stored (8.7 ms against 0.4 ms at 10,000 machines).
+    const named = [
+      ...(terms.length > 0 ? [`SELECT r.name, r.profile FROM machine_selectors sel JOIN resources r ON r.kind = 'Machine' AND r.name = sel.machine WHERE ${terms.join(' OR ')}`] : []),
+      ...(fallback !== undefined ? [`SELECT name, profile FROM resources WHERE kind = 'Machine' AND name = $${params.push(fallback)}`] : []),
+    ];
     const sql =
-      `WITH ms AS (SELECT name, profile FROM resources WHERE kind = 'Machine' AND (${named.join(' OR ')})) ` +
-      `SELECT v.*, s.record AS status_record ${CURRENT_JOIN} LEFT JOIN machine_status s ON r.kind = 'Machine' AND s.machine = r.name ` +
-      "WHERE (r.kind = 'Machine' AND r.name IN (SELECT name FROM ms)) OR (r.kind = 'Profile' AND r.name IN (SELECT profile FROM ms)) ORDER BY r.name";
-    for (const row of (await this.pool.query<RevisionRow & { status_record: string | null }>(sql, params)).rows) {
+      `WITH ms AS (${named.join(' UNION ')}), keys AS (SELECT 'Machine'::text AS kind, name FROM ms UNION SELECT 'Profile', profile FROM ms) ` +
+      'SELECT v.*, s.record AS status_record FROM keys k JOIN resources r ON r.kind = k.kind AND r.name = k.name ' +
+      'JOIN resource_revisions v ON v.kind = r.kind AND v.name = r.name AND v.revision = r.revision ' +
+      "LEFT JOIN machine_status s ON r.kind = 'Machine' AND s.machine = r.name ORDER BY r.name";
+    for (const row of (await this.pool.query<RevisionRow & { status_record: string | null }>(prepared(sql, params))).rows) {
       if (row.kind === 'Profile') out.profiles.set(row.name, toResource<ProfileSpec>(row));
       else {
         out.machines.push(toResource<MachineSpec>(row));
@@ -559,7 +585,7 @@ export class PostgresStore implements Store {
       `SELECT v.*, s.record AS status_record, ($2::text IS NOT NULL AND EXISTS (SELECT 1 FROM claimed_urls WHERE key = $2::text AND expires_at > $3)) AS claimed ${CURRENT_JOIN} ` +
       "LEFT JOIN machine_status s ON r.kind = 'Machine' AND s.machine = r.name " +
       "WHERE (r.kind = 'Machine' AND r.name = $1) OR (r.kind = 'Cluster' AND r.name = (SELECT cluster FROM m)) OR (r.kind = 'Profile' AND r.name = (SELECT profile FROM m))";
-    const rows = (await this.pool.query<RevisionRow & { status_record: string | null; claimed: boolean }>(sql, [machine, claimKey ?? null, Math.floor(this.now().getTime() / 1000)])).rows;
+    const rows = (await this.pool.query<RevisionRow & { status_record: string | null; claimed: boolean }>(prepared(sql, [machine, claimKey ?? null, Math.floor(this.now().getTime() / 1000)]))).rows;
     const of = <K extends ResourceKind>(kind: K, name: string): StoredResource<SpecOf<K>> => {
       const row = rows.find((r) => r.kind === kind);
       if (!row) throw new NotFoundError(kind, name);
@@ -701,7 +727,7 @@ export class PostgresStore implements Store {
       if (max !== undefined) parts.push(`trimmed AS (${trimServedAuditSql(['$1', '$1'], ['$2::text', '$2::text'], max >= 2 ? String(max - 2) : undefined)} AND EXISTS (SELECT 1 FROM audit_row))`);
       const sql = `WITH ${parts.join(', ')} SELECT ${open} AS open, CASE WHEN ${open} AND NOT ${written} THEN bootwright_status_changed($1) END AS changed`;
       try {
-        const row = (await this.pool.query<{ open: boolean }>(sql, params)).rows[0]!;
+        const row = (await this.pool.query<{ open: boolean }>(prepared(sql, params))).rows[0]!;
         if (!row.open) return false;
         this.seenStatus.set(machine, applied.accepted ? JSON.stringify(applied.record) : seen);
         return true;
