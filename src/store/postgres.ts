@@ -227,20 +227,29 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
 
 /** The PostgreSQL {@link Store}. Construct with {@link openPostgresStore}. */
 /**
- * A named prepared statement for a firmware request's SQL (its text has a few variants,
+ * Run a firmware request's SQL as a named prepared statement (its text has a few variants,
  * one name each): PostgreSQL parses and plans it once per connection, and later
  * executions send only its name and parameters, not the text (several hundred bytes to a
- * few KB), on the route every booting machine takes.
+ * few KB), on the route every booting machine takes. When a newer replica's migration
+ * changed a table under a statement this connection prepared, PostgreSQL refuses it
+ * ("cached plan must not change result type", SQLSTATE 0A000, nothing done): it runs
+ * again unprepared, so a rolling upgrade costs no failed boot.
  *
- * @returns node-postgres's query config (`name` is `bw_` and 16 hex digits of the text's SHA-256)
+ * @returns the result, as `pool.query` does
+ * @throws what `pool.query` throws
  */
-function prepared(text: string, values: unknown[]): pg.QueryConfig {
+async function preparedQuery<R extends pg.QueryResultRow>(pool: pg.Pool, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
   let name = statementNames.get(text);
   if (name === undefined) {
     name = `bw_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
     if (statementNames.size < 1024) statementNames.set(text, name);
   }
-  return { name, text, values };
+  try {
+    return await pool.query<R>({ name, text, values });
+  } catch (e) {
+    if ((e as { code?: unknown }).code !== '0A000') throw e;
+    return pool.query<R>(text, values);
+  }
 }
 const statementNames = new Map<string, string>();
 
@@ -565,7 +574,7 @@ export class PostgresStore implements Store {
       'SELECT v.*, s.record AS status_record FROM keys k JOIN resources r ON r.kind = k.kind AND r.name = k.name ' +
       'JOIN resource_revisions v ON v.kind = r.kind AND v.name = r.name AND v.revision = r.revision ' +
       "LEFT JOIN machine_status s ON r.kind = 'Machine' AND s.machine = r.name ORDER BY r.name";
-    for (const row of (await this.pool.query<RevisionRow & { status_record: string | null }>(prepared(sql, params))).rows) {
+    for (const row of (await preparedQuery<RevisionRow & { status_record: string | null }>(this.pool, sql, params)).rows) {
       if (row.kind === 'Profile') out.profiles.set(row.name, toResource<ProfileSpec>(row));
       else {
         out.machines.push(toResource<MachineSpec>(row));
@@ -585,7 +594,7 @@ export class PostgresStore implements Store {
       `SELECT v.*, s.record AS status_record, ($2::text IS NOT NULL AND EXISTS (SELECT 1 FROM claimed_urls WHERE key = $2::text AND expires_at > $3)) AS claimed ${CURRENT_JOIN} ` +
       "LEFT JOIN machine_status s ON r.kind = 'Machine' AND s.machine = r.name " +
       "WHERE (r.kind = 'Machine' AND r.name = $1) OR (r.kind = 'Cluster' AND r.name = (SELECT cluster FROM m)) OR (r.kind = 'Profile' AND r.name = (SELECT profile FROM m))";
-    const rows = (await this.pool.query<RevisionRow & { status_record: string | null; claimed: boolean }>(prepared(sql, [machine, claimKey ?? null, Math.floor(this.now().getTime() / 1000)]))).rows;
+    const rows = (await preparedQuery<RevisionRow & { status_record: string | null; claimed: boolean }>(this.pool, sql, [machine, claimKey ?? null, Math.floor(this.now().getTime() / 1000)])).rows;
     const of = <K extends ResourceKind>(kind: K, name: string): StoredResource<SpecOf<K>> => {
       const row = rows.find((r) => r.kind === kind);
       if (!row) throw new NotFoundError(kind, name);
@@ -727,7 +736,7 @@ export class PostgresStore implements Store {
       if (max !== undefined) parts.push(`trimmed AS (${trimServedAuditSql(['$1', '$1'], ['$2::text', '$2::text'], max >= 2 ? String(max - 2) : undefined)} AND EXISTS (SELECT 1 FROM audit_row))`);
       const sql = `WITH ${parts.join(', ')} SELECT ${open} AS open, CASE WHEN ${open} AND NOT ${written} THEN bootwright_status_changed($1) END AS changed`;
       try {
-        const row = (await this.pool.query<{ open: boolean }>(prepared(sql, params))).rows[0]!;
+        const row = (await preparedQuery<{ open: boolean }>(this.pool, sql, params)).rows[0]!;
         if (!row.open) return false;
         this.seenStatus.set(machine, applied.accepted ? JSON.stringify(applied.record) : seen);
         return true;

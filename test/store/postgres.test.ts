@@ -40,6 +40,31 @@ if (url !== undefined) {
   );
 
   describe('PostgreSQL store specifics', () => {
+    it("a firmware request's prepared statements survive a newer replica's migration of their tables", async () => {
+      const schema = `s${++n}`;
+      const store = await open(schema);
+      const client = new pg.Client({ connectionString: dbUrl });
+      await client.connect();
+      try {
+        await store.create('Cluster', { name: 'prod', spec: { name: 'prod', controlPlaneEndpoint: 'api.prod.example.com:6443', bootstrapToken: 'abcdef.0123456789abcdef' } });
+        await store.create('Profile', { name: 'worker', spec: { role: 'worker', kubernetesVersion: 'v1.33.2' } as never });
+        await store.create('Machine', { name: 'node-1', spec: { selectors: { mac: ['aa:bb:cc:dd:ee:01'], labels: {} }, cluster: 'prod', profile: 'worker', nodeLabels: {}, taints: [] } });
+        const read = async () => {
+          const candidates = await store.bootCandidates({ mac: 'aa:bb:cc:dd:ee:01' });
+          const parts = await store.fetchParts('node-1');
+          return [candidates.machines.map((m) => m.name), [...candidates.profiles.keys()], parts.cluster.name, parts.profile.name];
+        };
+        // Each of the store's 4 connections prepares the statements (SELECT v.* of resource_revisions).
+        for (let i = 0; i < 8; i++) assert.deepEqual(await read(), [['node-1'], ['worker'], 'prod', 'worker']);
+        // What a later release's migration may do: a column more in a table the statements read.
+        await client.query(`ALTER TABLE ${schema}.resource_revisions ADD COLUMN later_release text`);
+        for (let i = 0; i < 8; i++) assert.deepEqual(await read(), [['node-1'], ['worker'], 'prod', 'worker']);
+      } finally {
+        await client.end();
+        await store.close();
+      }
+    });
+
     it('migrations run once, also when two replicas start together', async () => {
       const schema = `s${++n}`;
       const [a, b] = await Promise.all([open(schema), open(schema)]);
