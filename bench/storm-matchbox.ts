@@ -14,31 +14,19 @@
  * The client is bench/storm.ts's: /boot.ipxe, /ipxe with the machine's MAC and UUID, then
  * the config URL of the script with iPXE's variables substituted as iPXE substitutes them.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { macOf, nameOf, uuidOf } from './machines.js';
 import { freePort } from './net.js';
-import { reapOnExit, rss } from './serve.js';
-import { bootStorm, type StormRun } from './storm.js';
-
-/**
- * The matchbox binary of the current pins (`scripts/tools.sh --print matchbox`), or
- * undefined when it is not built.
- */
-export function matchboxBinary(): string | undefined {
-  const script = new URL('../scripts/tools.sh', import.meta.url).pathname;
-  const r = spawnSync('bash', [script, '--print', 'matchbox'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 60_000 });
-  const bin = r.stdout.trimEnd().split('\n').pop();
-  return r.status === 0 && bin ? join(bin, 'matchbox') : undefined;
-}
+import { type BenchServer, reapOnExit, rss, stopServe } from './serve.js';
+import { bootStorm, scriptConfigUrl, type StormRun } from './storm.js';
 
 /** What iPXE puts for `${uuid}` and `${mac:hexhyp}` in machine i's script. */
 export function ipxeSubstitute(script: string, i: number): string | undefined {
-  const url = /ignition\.config\.url=(\S+)/.exec(script)?.[1];
-  return url?.replaceAll('${uuid}', uuidOf(i)).replaceAll('${mac:hexhyp}', macOf(i).replaceAll(':', '-'));
+  return scriptConfigUrl(script)?.replaceAll('${uuid}', uuidOf(i)).replaceAll('${mac:hexhyp}', macOf(i).replaceAll(':', '-'));
 }
 
 /** Write matchbox's data directory for machines 0 … n-1 (see the file's head). */
@@ -82,12 +70,13 @@ export async function matchboxStorm(binary: string, n: number, config: string, b
   const version = spawnSync(binary, ['-version'], { encoding: 'utf8' }).stdout.trim();
   const dir = mkdtempSync(join(tmpdir(), 'bootwright-bench-matchbox-'));
   const port = await freePort();
-  let child: ChildProcess | undefined;
+  let server: BenchServer | undefined;
   try {
     writeMatchboxData(dir, n, port, config);
-    child = spawn(binary, [`-address=127.0.0.1:${String(port)}`, `-data-path=${dir}`, `-assets-path=${join(dir, 'assets')}`, '-log-level=warning'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(binary, [`-address=127.0.0.1:${String(port)}`, `-data-path=${dir}`, `-assets-path=${join(dir, 'assets')}`, '-log-level=warning'], { stdio: ['ignore', 'ignore', 'inherit'] });
     reapOnExit(child);
     const base = `http://127.0.0.1:${String(port)}`;
+    server = { child, port, base };
     for (let i = 0; ; i++) {
       if (child.exitCode !== null || child.signalCode !== null) throw new Error(`matchbox exited (${String(child.exitCode ?? child.signalCode)})`);
       if (await fetch(`${base}/`).then((r) => r.ok, () => false)) break;
@@ -99,12 +88,7 @@ export async function matchboxStorm(binary: string, n: number, config: string, b
     const run = await bootStorm(base, indices, { warmPath: '/', configUrl: ipxeSubstitute });
     return { version, groups: n, run, peakRssMiB: rss(child.pid!).peakMiB };
   } finally {
-    const running = child;
-    if (running?.exitCode === null && running.signalCode === null) {
-      const exited = new Promise((resolve) => running.once('exit', resolve));
-      running.kill('SIGTERM');
-      await exited;
-    }
+    if (server) await stopServe(server);
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -14,8 +14,9 @@ import { ipxeQuery } from './machines.js';
 import { freePort } from './net.js';
 import { startProxy } from './proxy.js';
 import { BENCH_TOKEN, type BenchServer, rss, startServe, stopServe } from './serve.js';
-import { type MatchboxStorm, matchboxBinary, matchboxStorm } from './storm-matchbox.js';
-import { bootStorm, IGNITION_ACCEPT, ROUTES, type StormRun } from './storm.js';
+import { referenceTool } from '../test/support/tools.js';
+import { type MatchboxStorm, matchboxStorm } from './storm-matchbox.js';
+import { bootStorm, IGNITION_ACCEPT, ROUTES, scriptConfigUrl, type StormRun } from './storm.js';
 
 /** One setup's storm. */
 export interface SetupStorm {
@@ -108,7 +109,7 @@ async function ignitionVsRender(inventory: Inventory): Promise<{ ignitionRps: nu
   const [server] = await replicas(inventory, 1, undefined, { BOOTWRIGHT_FIRST_FETCH_WINS: 'false' });
   try {
     const script = await (await fetch(`${server!.base}/ipxe?${ipxeQuery(0)}`)).text();
-    const url = /ignition\.config\.url=(\S+)/.exec(script)?.[1];
+    const url = scriptConfigUrl(script);
     if (!url) throw new Error('no Ignition URL in the script');
     const config = await (await fetch(url, { headers: { accept: IGNITION_ACCEPT } })).text();
     const ign = await autocannon({ url, headers: { accept: IGNITION_ACCEPT }, duration: 5, connections: 32 });
@@ -166,7 +167,7 @@ export async function storeStorms(n = 10_000): Promise<StoreStorms> {
     postgres = await postgresInventory(n);
     setups.push(await stormSetup('PostgreSQL, 1 process', postgres, 1, n));
     setups.push(await stormSetup('PostgreSQL, 2 + proxy', postgres, 2, n));
-    const binary = matchboxBinary();
+    const binary = referenceTool('matchbox');
     process.stderr.write(`  … storm: matchbox${binary ? '' : ' (not built)'}\n`);
     const matchbox = binary ? await matchboxStorm(binary, n, config, Math.min(n, MATCHBOX_BOOTS)) : { missing: 'matchbox is not built (scripts/tools.sh matchbox): no side-by-side figures' };
     return { machines: n, setups, registerSeconds: { sqlite: sqlite.registerSeconds, postgres: postgres.registerSeconds }, ignitionRps, renderHitRps, prerendered, matchbox };

@@ -63,9 +63,12 @@ export interface StormOptions {
   configUrl?: (script: string, i: number) => string | undefined;
 }
 
+/** The `ignition.config.url=` kernel argument of an iPXE script, as written there. */
+export const scriptConfigUrl = (script: string): string | undefined => /ignition\.config\.url=(\S+)/.exec(script)?.[1];
+
 /** bootwright's: the signed `ignition.config.url` of the script, which names machine i. */
 export function signedConfigUrl(script: string, i: number): string | undefined {
-  const url = /ignition\.config\.url=(\S+)/.exec(script)?.[1];
+  const url = scriptConfigUrl(script);
   return url && new URL(url).searchParams.get('machine') === nameOf(i) ? url : undefined;
 }
 

@@ -225,7 +225,6 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   return store;
 }
 
-/** The PostgreSQL {@link Store}. Construct with {@link openPostgresStore}. */
 /**
  * Run a firmware request's SQL as a named prepared statement (its text has a few variants,
  * one name each): PostgreSQL parses and plans it once per connection, and later
@@ -253,6 +252,7 @@ async function preparedQuery<R extends pg.QueryResultRow>(pool: pg.Pool, text: s
 }
 const statementNames = new Map<string, string>();
 
+/** The PostgreSQL {@link Store}. Construct with {@link openPostgresStore}. */
 export class PostgresStore implements Store {
   /** The schema as this start found and left it. */
   schema?: SchemaState;

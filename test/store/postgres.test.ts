@@ -54,7 +54,7 @@ if (url !== undefined) {
           const parts = await store.fetchParts('node-1');
           return [candidates.machines.map((m) => m.name), [...candidates.profiles.keys()], parts.cluster.name, parts.profile.name];
         };
-        // Each of the store's 4 connections prepares the statements (SELECT v.* of resource_revisions).
+        // The reads prepare their statements (SELECT v.* of resource_revisions) on the connections they take.
         for (let i = 0; i < 8; i++) assert.deepEqual(await read(), [['node-1'], ['worker'], 'prod', 'worker']);
         // What a later release's migration may do: a column more in a table the statements read.
         await client.query(`ALTER TABLE ${schema}.resource_revisions ADD COLUMN later_release text`);
