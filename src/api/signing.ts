@@ -4,6 +4,7 @@
  * reach the service at.
  */
 import type { FastifyRequest } from 'fastify';
+import { LRUCache } from 'lru-cache';
 import { decodeConfiguredKey, loadOrCreateKey, machineIncarnation, reportUrl } from '../boot/sign.js';
 import type { Config } from '../config.js';
 import { RequestError } from '../errors.js';
@@ -93,5 +94,22 @@ export function reportUrlFor(
   exp: string,
 ): string {
   const expiresAt = Math.ceil(Number(exp) / REPORT_EXPIRY_GRID_SECONDS) * REPORT_EXPIRY_GRID_SECONDS + ctx.config.reportUrlSeconds;
-  return reportUrl(base, machine.name, ctx.signing.key(), expiresAt, machineIncarnation(machine));
+  const key = ctx.signing.key();
+  let made = reportUrls.get(key);
+  if (!made) reportUrls.set(key, (made = new LRUCache({ max: REPORT_URLS_KEPT })));
+  // Everything the URL is made of (its incarnation from createdAt and the cluster).
+  const of = `${base}\n${machine.name}\n${machine.createdAt}\n${machine.spec.cluster}\n${expiresAt}`;
+  let url = made.get(of);
+  if (url === undefined) made.set(of, (url = reportUrl(base, machine.name, key, expiresAt, machineIncarnation(machine))));
+  return url;
 }
+
+/**
+ * Report URLs made, per signing key: a machine's is the same for every fetch within a
+ * grid step, so a fetch after the first signs nothing (an HMAC and a SHA-256 less on the
+ * `/ignition` path, issue 32). Bounded: one per machine of a boot storm.
+ */
+const reportUrls = new WeakMap<Buffer, LRUCache<string, string>>();
+
+/** Report URLs kept per signing key. */
+const REPORT_URLS_KEPT = 10_000;

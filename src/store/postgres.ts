@@ -37,6 +37,8 @@ import {
   mergeRepeatSql,
   mergesRepeats,
   trimServedAuditSql,
+  nextServedSeqSql,
+  renumberServedSql,
   type AuditRow,
   auditValues,
   CURRENT_JOIN,
@@ -95,6 +97,15 @@ const AUDIT_COLUMN_TYPES = AUDIT_COLUMNS.split(', ').map((_c, i) => (AUDIT_INTEG
 
 /** The SQLSTATE of `bootwright_status_changed` (migration 011). */
 const STATUS_CHANGED = 'BW001';
+
+/** The SQLSTATE of `bootwright_audit_unnumbered` (migration 012). */
+const AUDIT_UNNUMBERED = 'BW002';
+
+/**
+ * Whether `e` is the unique index `audit_served` (migration 012) refusing a served row's
+ * number: another writer numbered one alike from the same newest row, and committed first.
+ */
+const servedSeqTaken = (e: unknown): boolean => (e as { code?: unknown }).code === '23505' && (e as { constraint?: unknown }).constraint === 'audit_served';
 
 /** Attempts of a one-statement served write before it falls back to a transaction under the row lock. */
 const STATUS_ATTEMPTS = 3;
@@ -609,51 +620,19 @@ export class PostgresStore implements Store {
   async recordAudit(entry: AuditInput, bounds: AuditBounds = {}, event?: StatusEvent, claim?: UrlClaim): Promise<boolean> {
     const at = this.timestamp();
     const values = auditValues(entry, at);
-    const insert = `INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (${values.map((_v, i) => `$${i + 1}`).join(', ')})`;
     if (!isRefusal(entry.status)) {
       const max = bounds.maxServedPerMachine;
-      if (!event && max === undefined && !claim) {
-        await this.pool.query(insert, values);
-        return true;
-      }
-      if (event) {
-        const written = await this.servedInOneStatement(entry, at, max, event, claim);
-        if (written !== undefined) return written;
-      }
-      // The status changed under each attempt (or no event): round trips BEGIN, the claim (expired claims dropped in the same statement), the
-      // status row read under its lock, one statement writing the status, the audit row and
-      // the trim, COMMIT.
-      return this.transaction(async (client) => {
-        if (claim) {
-          const claimed = await client.query(
-            'WITH expired AS (DELETE FROM claimed_urls WHERE expires_at <= $4) INSERT INTO claimed_urls (key, machine, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING',
-            [claim.key, entry.machine, claim.expiresAt, Math.floor(this.now().getTime() / 1000)],
-          );
-          if (claimed.rowCount !== 1) return false;
+      const written = await this.servedInOneStatement(entry, at, max, event, claim);
+      if (written !== undefined) return written;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.servedInTransaction(entry, at, max, event, claim);
+        } catch (e) {
+          if (!servedSeqTaken(e) || attempt >= STATUS_ATTEMPTS) throw e;
         }
-        // The status first: a fetch it flags (without /ipxe) says so in its audit row.
-        const applied = event ? await this.lockedStatus(client, entry.machine, event) : undefined;
-        const params: unknown[] = applied?.flag ? auditValues({ ...entry, reason: applied.flag }, at) : values;
-        // Data-modifying CTEs all run, on one snapshot: the trim does not see the new audit
-        // row, so it keeps one fewer of the older ones.
-        // A repeat of the newest /ipxe answer is counted in its row (mergeRepeatSql), else the row is added.
-        const merge = mergesRepeats(entry, max);
-        const typed = params.map((_v, i) => `$${i + 1}${AUDIT_INTEGER_COLUMNS.has(i) ? '::integer' : '::text'}`);
-        const parts = merge
-          ? [`merged AS (${mergeRepeatSql((i) => typed[i]!, 'IS NOT DISTINCT FROM')} RETURNING 1)`, `audit_row AS (INSERT INTO audit (${AUDIT_COLUMNS}) SELECT ${typed.join(', ')} WHERE NOT EXISTS (SELECT 1 FROM merged))`]
-          : [`audit_row AS (INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (${params.map((_v, i) => `$${i + 1}`).join(', ')}))`];
-        if (applied?.accepted) {
-          const { record } = applied;
-          params.push(record.phase, record.since, JSON.stringify(record));
-          const n = params.length;
-          parts.push(`status_row AS (${upsertStatusSql('$1', `$${n - 2}`, `$${n - 1}`, `$${n}`)})`);
-        }
-        // A repeat counted in its row adds none: nothing to trim.
-        if (max !== undefined) parts.push(`trimmed AS (${trimServedAuditSql(['$1', '$1'], ['$2::text', '$2::text'], max >= 2 ? String(max - 2) : undefined)}${merge ? ' AND NOT EXISTS (SELECT 1 FROM merged)' : ''})`);
-        await client.query(`WITH ${parts.join(', ')} SELECT 1`, params);
-        return true;
-      });
+      }
     }
+    const insert = `INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (${values.map((_v, i) => `$${i + 1}`).join(', ')})`;
     // The refusal counter row is updated (and locked) in every such transaction, so
     // replicas count and trim one after another.
     const countBy = async (client: pg.PoolClient, delta: number) =>
@@ -671,32 +650,96 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * A served answer's lifecycle event, URL claim, audit row (or the repeat counted in the
-   * newest identical one) and trim in one statement, one round trip, no transaction
-   * block (issue 32). The transition is computed here from the status record last seen
-   * ({@link seenStatus}; read first when unknown) and written only if the record is still
-   * that one: an `UPDATE … WHERE record = $seen`, or an `INSERT … ON CONFLICT DO NOTHING`
-   * for a machine with none, or, when the event changes nothing, the row read `FOR UPDATE`
-   * where it still holds it. When another writer (any replica) changed it meanwhile, the
-   * statement calls `bootwright_status_changed` (migration 011), whose error rolls all
-   * of it back, and the record is read again. The claim goes first: a URL claimed
-   * before writes nothing (false). The audit row and the status change need each other
-   * (each selects from the one before), so the statement writes all or nothing.
+   * A served answer written in a transaction (round trips BEGIN, the claim with expired
+   * claims dropped in the same statement, the status row read under its lock, the served
+   * rows' next number (numbering them again first when an earlier release left one
+   * unnumbered), one statement writing the status, the audit row and the trim, COMMIT):
+   * when {@link servedInOneStatement} found the status changed under each attempt, or
+   * unnumbered rows. Throws the unique violation of `audit_served` when a writer without
+   * the row lock numbered a row alike meanwhile (the caller retries).
+   *
+   * @returns whether it was written (false: the URL was claimed before)
+   */
+  private servedInTransaction(entry: AuditInput, at: string, max: number | undefined, event: StatusEvent | undefined, claim: UrlClaim | undefined): Promise<boolean> {
+    return this.transaction(async (client) => {
+      if (claim) {
+        const claimed = await client.query(
+          'WITH expired AS (DELETE FROM claimed_urls WHERE expires_at <= $4) INSERT INTO claimed_urls (key, machine, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING',
+          [claim.key, entry.machine, claim.expiresAt, Math.floor(this.now().getTime() / 1000)],
+        );
+        if (claimed.rowCount !== 1) return false;
+      }
+      // The status first: a fetch it flags (without /ipxe) says so in its audit row.
+      // Writers of one machine's rows take its status row's lock (without an event, a lock of
+      // its own), so the number read next is the newest committed.
+      const applied = event ? await this.lockedStatus(client, entry.machine, event) : undefined;
+      if (!event) await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`served/${entry.machine}`]);
+      const of = [entry.machine, entry.route];
+      let next = (await client.query<{ n: number; unnumbered: boolean }>(nextServedSeqSql('$1', '$2::text'), of)).rows[0]!;
+      if (next.unnumbered) {
+        for (const sql of renumberServedSql('$1', '$2::text')) await client.query(sql, of);
+        next = (await client.query<{ n: number; unnumbered: boolean }>(nextServedSeqSql('$1', '$2::text'), of)).rows[0]!;
+      }
+      const params: unknown[] = auditValues(applied?.flag ? { ...entry, reason: applied.flag } : entry, at);
+      const columns = params.length;
+      const typed = params.map((_v, i) => `$${i + 1}${AUDIT_INTEGER_COLUMNS.has(i) ? '::integer' : '::text'}`);
+      params.push(next.n);
+      const seq = `$${params.length}::integer`;
+      // Data-modifying CTEs all run, on one snapshot: the trim does not see the new audit
+      // row, and deletes by number. A repeat of the newest /ipxe answer is counted in its
+      // row (mergeRepeatSql), else the row is added.
+      const merge = mergesRepeats(entry, max);
+      const parts = merge
+        ? [`merged AS (${mergeRepeatSql((i) => typed[i]!, 'IS NOT DISTINCT FROM')} RETURNING 1)`, `audit_row AS (INSERT INTO audit (${AUDIT_COLUMNS}, served_seq) SELECT ${typed.join(', ')}, ${seq} WHERE NOT EXISTS (SELECT 1 FROM merged))`]
+        : [`audit_row AS (INSERT INTO audit (${AUDIT_COLUMNS}, served_seq) VALUES (${typed.slice(0, columns).join(', ')}, ${seq}))`];
+      if (applied?.accepted) {
+        const { record } = applied;
+        params.push(record.phase, record.since, JSON.stringify(record));
+        const n = params.length;
+        parts.push(`status_row AS (${upsertStatusSql('$1', `$${n - 2}`, `$${n - 1}`, `$${n}`)})`);
+      }
+      // A repeat counted in its row adds none: nothing to trim.
+      if (max !== undefined) {
+        params.push(max);
+        parts.push(`trimmed AS (${trimServedAuditSql('$1', '$2::text', seq, `$${params.length}::integer`)}${merge ? ' AND NOT EXISTS (SELECT 1 FROM merged)' : ''})`);
+      }
+      await client.query(`WITH ${parts.join(', ')} SELECT 1`, params);
+      return true;
+    });
+  }
+
+  /**
+   * A served answer's lifecycle event (if any), URL claim, audit row (or the repeat
+   * counted in the newest identical one) and trim in one statement, one round trip, no
+   * transaction block (issue 32). The transition is computed here from the status record
+   * last seen ({@link seenStatus}; read first when unknown) and written only if the
+   * record is still that one: an `UPDATE … WHERE record = $seen`, or an `INSERT … ON
+   * CONFLICT DO NOTHING` for a machine with none, or, when the event changes nothing, the
+   * row read `FOR UPDATE` where it still holds it. When another writer (any replica)
+   * changed it meanwhile, the statement calls `bootwright_status_changed` (migration
+   * 011), whose error rolls all of it back, and the record is read again. The audit row
+   * takes the next number of its class (`audit_served`, migration 012): a writer that took
+   * it first makes the unique index refuse it, and the statement is tried again; rows an
+   * earlier release left unnumbered make it call `bootwright_audit_unnumbered`, and the
+   * caller numbers them in a transaction. The claim goes first: a URL claimed before
+   * writes nothing (false). The audit row and the status change need each other (each
+   * selects from the one before), so the statement writes all or nothing.
    *
    * @returns whether it was written (false: the URL was claimed before), or undefined
-   *   after {@link STATUS_ATTEMPTS} attempts that each found the record changed (the
-   *   caller then writes in a transaction under the row's lock)
+   *   after {@link STATUS_ATTEMPTS} attempts that each found the record changed or the
+   *   number taken, or when rows are unnumbered (the caller then writes in a transaction
+   *   under the row's lock)
    */
-  private async servedInOneStatement(entry: AuditInput, at: string, max: number | undefined, event: StatusEvent, claim: UrlClaim | undefined): Promise<boolean | undefined> {
+  private async servedInOneStatement(entry: AuditInput, at: string, max: number | undefined, event: StatusEvent | undefined, claim: UrlClaim | undefined): Promise<boolean | undefined> {
     const machine = entry.machine;
     for (let attempt = 0; attempt < STATUS_ATTEMPTS; attempt++) {
-      let seen = this.seenStatus.get(machine);
+      let seen = event ? this.seenStatus.get(machine) : NO_STATUS;
       if (seen === undefined) {
         seen = (await this.pool.query<{ record: string }>('SELECT record FROM machine_status WHERE machine = $1', [machine])).rows[0]?.record ?? NO_STATUS;
         this.seenStatus.set(machine, seen);
       }
-      const applied = applyEvent(seen === NO_STATUS ? undefined : (JSON.parse(seen) as StatusRecord), event, at);
-      const params: unknown[] = auditValues(applied.flag ? { ...entry, reason: applied.flag } : entry, at);
+      const applied = event ? applyEvent(seen === NO_STATUS ? undefined : (JSON.parse(seen) as StatusRecord), event, at) : undefined;
+      const params: unknown[] = auditValues(applied?.flag ? { ...entry, reason: applied.flag } : entry, at);
       const p = (v: unknown) => {
         params.push(v);
         return `$${params.length}`;
@@ -712,7 +755,9 @@ export class PostgresStore implements Store {
         parts.push('gate AS (SELECT 1)');
       }
       const open = 'EXISTS (SELECT 1 FROM gate)';
-      if (applied.accepted) {
+      if (!applied) {
+        parts.push('status_row AS (SELECT 1 FROM gate)');
+      } else if (applied.accepted) {
         const { record } = applied;
         const values = [p(record.phase), p(record.since), p(JSON.stringify(record))] as const;
         parts.push(
@@ -728,20 +773,26 @@ export class PostgresStore implements Store {
         );
       }
       const written = 'EXISTS (SELECT 1 FROM status_row)';
+      parts.push(`seq AS (${nextServedSeqSql('$1', '$2::text')})`);
       const merge = mergesRepeats(entry, max);
       if (merge) parts.push(`merged AS (${mergeRepeatSql((i) => typed[i]!, 'IS NOT DISTINCT FROM')} AND ${written} RETURNING 1)`);
-      parts.push(`audit_row AS (INSERT INTO audit (${AUDIT_COLUMNS}) SELECT ${typed.join(', ')} FROM status_row${merge ? ' WHERE NOT EXISTS (SELECT 1 FROM merged)' : ''} RETURNING 1)`);
+      parts.push(
+        `audit_row AS (INSERT INTO audit (${AUDIT_COLUMNS}, served_seq) SELECT ${typed.join(', ')}, (SELECT CASE WHEN unnumbered THEN bootwright_audit_unnumbered($1) ELSE n END FROM seq) ` +
+          `FROM status_row${merge ? ' WHERE NOT EXISTS (SELECT 1 FROM merged)' : ''} RETURNING 1)`,
+      );
       // Data-modifying CTEs all run on one snapshot: the trim does not see the new audit
-      // row, so it keeps one fewer of the older ones.
-      if (max !== undefined) parts.push(`trimmed AS (${trimServedAuditSql(['$1', '$1'], ['$2::text', '$2::text'], max >= 2 ? String(max - 2) : undefined)} AND EXISTS (SELECT 1 FROM audit_row))`);
+      // row, and deletes by number.
+      if (max !== undefined) parts.push(`trimmed AS (${trimServedAuditSql('$1', '$2::text', '(SELECT n FROM seq)', `${p(max)}::integer`)} AND EXISTS (SELECT 1 FROM audit_row))`);
       const sql = `WITH ${parts.join(', ')} SELECT ${open} AS open, CASE WHEN ${open} AND NOT ${written} THEN bootwright_status_changed($1) END AS changed`;
       try {
         const row = (await preparedQuery<{ open: boolean }>(this.pool, sql, params)).rows[0]!;
         if (!row.open) return false;
-        this.seenStatus.set(machine, applied.accepted ? JSON.stringify(applied.record) : seen);
+        if (applied) this.seenStatus.set(machine, applied.accepted ? JSON.stringify(applied.record) : seen);
         return true;
       } catch (e) {
-        if ((e as { code?: unknown }).code !== STATUS_CHANGED) throw e;
+        const code = (e as { code?: unknown }).code;
+        if (code === AUDIT_UNNUMBERED) return undefined;
+        if (code !== STATUS_CHANGED && !servedSeqTaken(e)) throw e;
         this.seenStatus.delete(machine);
       }
     }

@@ -184,20 +184,49 @@ export function mergeRepeatSql(p: (i: number) => string, same: string): string {
 }
 
 /**
- * Delete a machine's audit rows of served answers (status below 400) of the same class as
- * `route` (an {@link UNAUTHENTICATED_SERVED_ROUTES} route, or any other) older than its
- * newest `keep`: the statement for both stores, given how each spells its placeholders
- * for the machine (twice), the route (twice) and `keep - 1`. The cut-off is found by
- * walking at most `keep` of the machine's rows of that class in the `(machine, id)` index.
- * With no offset (`keep` 0) every such row is deleted.
+ * The condition on a machine's audit rows of served answers (status below 400) of the
+ * same class as `route` (an {@link UNAUTHENTICATED_SERVED_ROUTES} route, or any other),
+ * given how a store spells its placeholders for the machine and the route: the
+ * expression of the `audit_served` index (migration 012), so that it is used.
  */
-export function trimServedAuditSql(machine: [string, string], route: [string, string], offset: string | undefined): string {
-  const sameClass = (r: string) => `(route IN (${UNAUTHENTICATED_LIST})) = (${r} IN (${UNAUTHENTICATED_LIST}))`;
-  if (offset === undefined) return `DELETE FROM audit WHERE machine = ${machine[0]} AND status < 400 AND ${sameClass(route[0])}`;
-  return (
-    `DELETE FROM audit WHERE machine = ${machine[0]} AND status < 400 AND ${sameClass(route[0])} AND id < ` +
-    `(SELECT id FROM audit WHERE machine = ${machine[1]} AND status < 400 AND ${sameClass(route[1])} ORDER BY id DESC LIMIT 1 OFFSET ${offset})`
-  );
+function servedRowsOf(machine: string, route: string): string {
+  return `machine = ${machine} AND status < 400 AND (route IN (${UNAUTHENTICATED_LIST})) = (${route} IN (${UNAUTHENTICATED_LIST}))`;
+}
+
+/**
+ * The number the next served row of `route`'s class on `machine` takes (`n`: one more
+ * than the newest's, 1 for the first), and whether any of those rows has none
+ * (`unnumbered`: written by a release before migration 012, so the rows must be
+ * numbered again, {@link renumberServedSql}, before `n` counts them): two lookups in the
+ * `audit_served` index, whatever the number of rows.
+ */
+export function nextServedSeqSql(machine: string, route: string): string {
+  const rows = servedRowsOf(machine, route);
+  return `SELECT coalesce(max(served_seq), 0) + 1 AS n, EXISTS (SELECT 1 FROM audit WHERE ${rows} AND served_seq IS NULL) AS unnumbered FROM audit WHERE ${rows}`;
+}
+
+/**
+ * Delete the served rows of `route`'s class on `machine` beyond its newest `keep`, once
+ * the row numbered `seq` ({@link nextServedSeqSql}) is written: those numbered
+ * `seq - keep` and below, found in the `audit_served` index, so the work is the rows
+ * deleted (one, once the bound is reached), not the rows kept.
+ */
+export function trimServedAuditSql(machine: string, route: string, seq: string, keep: string): string {
+  return `DELETE FROM audit WHERE ${servedRowsOf(machine, route)} AND served_seq <= ${seq} - ${keep}`;
+}
+
+/**
+ * Number the served rows of `route`'s class on `machine` again, 1 for the oldest (by id):
+ * the numbers dropped first, then given, so the unique `audit_served` index never sees two
+ * alike. Run when an earlier release left a row unnumbered; its work is the rows kept,
+ * once per such row.
+ */
+export function renumberServedSql(machine: string, route: string): [string, string] {
+  const rows = servedRowsOf(machine, route);
+  return [
+    `UPDATE audit SET served_seq = NULL WHERE ${rows}`,
+    `UPDATE audit SET served_seq = numbered.n FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM audit WHERE ${rows}) AS numbered WHERE audit.id = numbered.id`,
+  ];
 }
 
 /** An audit row as both stores return it. */

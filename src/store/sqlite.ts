@@ -24,6 +24,8 @@ import {
   mergeRepeatSql,
   mergesRepeats,
   trimServedAuditSql,
+  nextServedSeqSql,
+  renumberServedSql,
   type AuditRow,
   auditValues,
   CURRENT_JOIN,
@@ -93,6 +95,12 @@ export interface SqliteStoreOptions {
 
 /** Boot-route writes in one batch at most; a full batch is committed at once. */
 export const MAX_BATCH = 256;
+
+/** The machine and route whose served audit rows a statement numbers or trims (named parameters). */
+interface ServedOf {
+  machine: string;
+  route: string;
+}
 
 /** A boot-route write waiting for its batch. */
 interface Batched {
@@ -220,8 +228,11 @@ export class SqliteStore implements Store {
       ),
       fetchCount: db.prepare<[string], { count: number }>('SELECT count FROM fetch_counts WHERE machine = ?'),
       resetFetches: db.prepare('DELETE FROM fetch_counts WHERE machine = ?'),
-      insertAudit: db.prepare(`INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-      trimServed: db.prepare<[string, string, string, string, number]>(trimServedAuditSql(['?', '?'], ['?', '?'], '?')),
+      insertAudit: db.prepare(`INSERT INTO audit (${AUDIT_COLUMNS}, served_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      nextServedSeq: db.prepare<[ServedOf], { n: number; unnumbered: number }>(nextServedSeqSql('@machine', '@route')),
+      unnumberServed: db.prepare<[ServedOf]>(renumberServedSql('@machine', '@route')[0]),
+      renumberServed: db.prepare<[ServedOf]>(renumberServedSql('@machine', '@route')[1]),
+      trimServed: db.prepare<[ServedOf & { seq: number; keep: number }]>(trimServedAuditSql('@machine', '@route', '@seq', '@keep')),
       audit: db.prepare<[string, number], AuditRow>(`SELECT id, ${AUDIT_READ_COLUMNS} FROM audit WHERE machine = ? ORDER BY id DESC LIMIT ?`),
       mergeRepeat: db.prepare<[Record<string, string | number | null>]>(mergeRepeatSql((i) => `@p${i}`, 'IS')),
       getStatus: db.prepare<[string], StatusRow>('SELECT * FROM machine_status WHERE machine = ?'),
@@ -284,11 +295,18 @@ export class SqliteStore implements Store {
           const values = auditValues(flag ? { ...entry, reason: flag } : entry, this.timestamp());
           // A repeat of the newest /ipxe answer is counted in its row (mergeRepeatSql).
           if (mergesRepeats(entry, bounds.maxServedPerMachine) && s.mergeRepeat.run(Object.fromEntries(values.slice(0, 7).map((v, i) => [`p${i}`, v]))).changes === 1) return true;
-          s.insertAudit.run(...values);
-          if (bounds.maxServedPerMachine !== undefined) s.trimServed.run(entry.machine, entry.route, entry.machine, entry.route, bounds.maxServedPerMachine - 1);
+          const of = { machine: entry.machine, route: entry.route };
+          let next = s.nextServedSeq.get(of)!;
+          if (next.unnumbered) {
+            s.unnumberServed.run(of);
+            s.renumberServed.run(of);
+            next = s.nextServedSeq.get(of)!;
+          }
+          s.insertAudit.run(...values, next.n);
+          if (bounds.maxServedPerMachine !== undefined) s.trimServed.run({ ...of, seq: next.n, keep: bounds.maxServedPerMachine });
           return true;
         }
-        s.insertAudit.run(...auditValues(entry, this.timestamp()));
+        s.insertAudit.run(...auditValues(entry, this.timestamp()), null);
         const expired = bounds.retentionSeconds ? s.expireRefusals.run(before(this.now(), bounds.retentionSeconds)).changes : 0;
         const count = s.countRefusals.get(1 - expired)!.count;
         if (bounds.maxRefused !== undefined && count > bounds.maxRefused) s.countRefusals.get(-s.trimRefusals.run(count - bounds.maxRefused).changes);

@@ -12,6 +12,7 @@ import { describe, it } from 'node:test';
 import pg from 'pg';
 import { PreconditionFailedError } from '../../src/store/errors.js';
 import { openPostgresStore, PostgresStore } from '../../src/store/postgres.js';
+import { nextServedSeqSql, trimServedAuditSql } from '../../src/store/rows.js';
 import type { Store } from '../../src/store/store.js';
 import { createDatabase, dropDatabase, testDatabase } from '../support/postgres.js';
 import { storeSuite } from './suite.js';
@@ -65,6 +66,41 @@ if (url !== undefined) {
       }
     });
 
+    it('numbers the served rows an earlier release left unnumbered before it counts them, and finds the bound in the audit_served index', async () => {
+      const schema = `s${++n}`;
+      const store = await open(schema);
+      const client = new pg.Client({ connectionString: dbUrl });
+      await client.connect();
+      try {
+        const bound = { maxServedPerMachine: 3 };
+        for (const c of ['a', 'b']) await store.recordAudit({ machine: 'node-1', route: '/ignition', client: c, status: 200 }, bound, { kind: 'booting' });
+        // What a 0.2.0 replica beside this one writes during a rolling upgrade: rows without a number.
+        for (const c of ['c', 'd']) await client.query(`INSERT INTO ${schema}.audit (machine, route, client, status, at) VALUES ('node-1', '/ignition', $1, 200, '2026-11-02T00:00:00.000Z')`, [c]);
+        // Both paths meet them: the one statement (it gives way) and the transaction (it numbers them).
+        assert.equal(await store.recordAudit({ machine: 'node-1', route: '/ignition', client: 'e', status: 200 }, bound, { kind: 'booting' }), true);
+        assert.deepEqual((await store.audit('node-1')).map((r) => r.client), ['e', 'd', 'c']);
+        await store.recordAudit({ machine: 'node-1', route: '/ignition', client: 'f', status: 200 }, bound);
+        assert.deepEqual((await store.audit('node-1')).map((r) => r.client), ['f', 'e', 'd']);
+        assert.deepEqual((await client.query(`SELECT client, served_seq FROM ${schema}.audit ORDER BY id`)).rows, [
+          { client: 'd', served_seq: 4 },
+          { client: 'e', served_seq: 5 },
+          { client: 'f', served_seq: 6 },
+        ]);
+        // The planner can answer both statements from the index (sequential scans off: a
+        // small table is otherwise read whole, which is cheaper there).
+        await client.query(`SET search_path TO ${schema}; SET enable_seqscan = off`);
+        for (const sql of [nextServedSeqSql('$1', '$2::text'), trimServedAuditSql('$1', '$2::text', '$3::integer', '$4::integer')]) {
+          const params = sql.includes('$4') ? ['node-1', '/ignition', 1001, 1000] : ['node-1', '/ignition'];
+          const plan = (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params)).rows.map((r) => r['QUERY PLAN']).join('\n');
+          assert.match(plan, /Index (Only )?Scan (Backward )?using audit_served/, plan);
+          assert.doesNotMatch(plan, /Seq Scan|using audit_machine/, plan);
+        }
+      } finally {
+        await client.end();
+        await store.close();
+      }
+    });
+
     it('migrations run once, also when two replicas start together', async () => {
       const schema = `s${++n}`;
       const [a, b] = await Promise.all([open(schema), open(schema)]);
@@ -75,7 +111,7 @@ if (url !== undefined) {
       await client.connect();
       try {
         const rows = (await client.query(`SELECT version::integer AS version, name FROM ${schema}.schema_version WHERE version > 0 ORDER BY version`)).rows;
-        assert.deepEqual(rows, [{ version: 1, name: 'inventory' }, { version: 2, name: 'bounded-unauthenticated' }, { version: 3, name: 'transport-security' }, { version: 4, name: 'discovered-enrolled' }, { version: 5, name: 'machine-status' }, { version: 6, name: 'rules-version' }, { version: 7, name: 'discovered-why' }, { version: 8, name: 'minted-tokens' }, { version: 9, name: 'rollback-needs' }, { version: 10, name: 'audit-repeats' }, { version: 11, name: 'status-check' }]);
+        assert.deepEqual(rows, [{ version: 1, name: 'inventory' }, { version: 2, name: 'bounded-unauthenticated' }, { version: 3, name: 'transport-security' }, { version: 4, name: 'discovered-enrolled' }, { version: 5, name: 'machine-status' }, { version: 6, name: 'rules-version' }, { version: 7, name: 'discovered-why' }, { version: 8, name: 'minted-tokens' }, { version: 9, name: 'rollback-needs' }, { version: 10, name: 'audit-repeats' }, { version: 11, name: 'status-check' }, { version: 12, name: 'served-seq' }]);
       } finally {
         await client.end();
       }

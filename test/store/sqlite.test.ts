@@ -3,12 +3,13 @@
  * directory; plus what only SQLite has: the file, WAL mode, migrations, the query plans.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import type { MachineSpec } from '../../src/store/resources.js';
+import { nextServedSeqSql, trimServedAuditSql } from '../../src/store/rows.js';
 import { openSqliteStore, SQLITE_FILE, SqliteStore } from '../../src/store/sqlite.js';
 import type { Store } from '../../src/store/store.js';
 import { storeSuite } from './suite.js';
@@ -98,7 +99,7 @@ describe('SQLite store specifics', () => {
     const db = new Database(path, { readonly: true });
     try {
       assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
-      assert.deepEqual(db.prepare('SELECT version, name FROM schema_version WHERE version > 0').all(), [{ version: 1, name: 'inventory' }, { version: 2, name: 'bounded-unauthenticated' }, { version: 3, name: 'transport-security' }, { version: 4, name: 'discovered-enrolled' }, { version: 5, name: 'machine-status' }, { version: 6, name: 'rules-version' }, { version: 7, name: 'discovered-why' }, { version: 8, name: 'minted-tokens' }, { version: 9, name: 'rollback-needs' }, { version: 10, name: 'audit-repeats' }, { version: 11, name: 'status-check' }]);
+      assert.deepEqual(db.prepare('SELECT version, name FROM schema_version WHERE version > 0').all(), [{ version: 1, name: 'inventory' }, { version: 2, name: 'bounded-unauthenticated' }, { version: 3, name: 'transport-security' }, { version: 4, name: 'discovered-enrolled' }, { version: 5, name: 'machine-status' }, { version: 6, name: 'rules-version' }, { version: 7, name: 'discovered-why' }, { version: 8, name: 'minted-tokens' }, { version: 9, name: 'rollback-needs' }, { version: 10, name: 'audit-repeats' }, { version: 11, name: 'status-check' }, { version: 12, name: 'served-seq' }]);
     } finally {
       db.close();
     }
@@ -125,6 +126,75 @@ describe('SQLite store specifics', () => {
       assert.equal((await store.recordDiscovered({ mac: '52:54:00:00:00:03' }))?.id, '3');
     } finally {
       await store.close();
+    }
+  });
+
+  it('migration 012 numbers the served rows of a schema-11 inventory per machine and class; rows an earlier release adds later are numbered before they are counted', async () => {
+    const path = newPath();
+    mkdirSync(dirname(path), { recursive: true });
+    const db = new Database(path);
+    // Schema 11 as postgrator leaves it, with audit rows as 0.2.0 writes them (no number).
+    const names = ['inventory', 'bounded-unauthenticated', 'transport-security', 'discovered-enrolled', 'machine-status', 'rules-version', 'discovered-why', 'minted-tokens', 'rollback-needs', 'audit-repeats', 'status-check'];
+    names.forEach((name, i) => db.exec(readFileSync(new URL(`../../src/store/migrations/sqlite/${String(i + 1).padStart(3, '0')}.do.${name}.sql`, import.meta.url), 'utf8')));
+    db.exec('CREATE TABLE schema_version (version BIGINT PRIMARY KEY, name TEXT, md5 TEXT, run_at TEXT)');
+    const version = db.prepare("INSERT INTO schema_version (version, name, md5, run_at) VALUES (?, ?, '', '')");
+    ['', ...names].forEach((name, i) => version.run(i, name));
+    const earlier = db.prepare("INSERT INTO audit (machine, route, client, status, at) VALUES (?, ?, ?, ?, '2026-11-01T00:00:00.000Z')");
+    const rows: [string, string, string, number][] = [['node-1', '/ipxe', 'a', 200], ['node-1', '/ignition', 'b', 200], ['node-2', '/ipxe', 'c', 200], ['node-1', '/ignition', 'd', 403], ['node-1', '/report', 'e', 204], ['node-1', '/boot.ipxe', 'f', 200]];
+    for (const r of rows) earlier.run(...r);
+    db.close();
+    const numbers = () => {
+      const raw = new Database(path, { readonly: true });
+      try {
+        return raw.prepare('SELECT client, served_seq FROM audit ORDER BY id').all();
+      } finally {
+        raw.close();
+      }
+    };
+    let store = await openSqliteStore(path);
+    try {
+      await store.close();
+      assert.deepEqual(numbers(), [
+        { client: 'a', served_seq: 1 },
+        { client: 'b', served_seq: 1 },
+        { client: 'c', served_seq: 1 },
+        { client: 'd', served_seq: null },
+        { client: 'e', served_seq: 2 },
+        { client: 'f', served_seq: 2 },
+      ]);
+      // A rolled-back 0.2.0 wrote two more /ignition rows, unnumbered.
+      const again = new Database(path);
+      again.prepare("INSERT INTO audit (machine, route, client, status, at) VALUES ('node-1', '/ignition', ?, 200, '2026-11-02T00:00:00.000Z')").run('g');
+      again.prepare("INSERT INTO audit (machine, route, client, status, at) VALUES ('node-1', '/ignition', ?, 200, '2026-11-02T00:00:00.000Z')").run('h');
+      again.close();
+      store = await openSqliteStore(path);
+      await store.recordAudit({ machine: 'node-1', route: '/ignition', client: 'i', status: 200 }, { maxServedPerMachine: 3 });
+      assert.deepEqual((await store.audit('node-1')).map((r) => r.client), ['i', 'h', 'g', 'f', 'd', 'a'], 'the newest 3 of the class: b and e gone, the /ipxe class and the refusal kept');
+      await store.close();
+      assert.deepEqual(numbers().filter((r) => ['g', 'h', 'i'].includes((r as { client: string }).client)), [
+        { client: 'g', served_seq: 3 },
+        { client: 'h', served_seq: 4 },
+        { client: 'i', served_seq: 5 },
+      ]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('finds the next number and the rows beyond the served bound in the audit_served index, not by walking the rows kept', () => {
+    const db = new Database(':memory:');
+    try {
+      const names = readdirSync(new URL('../../src/store/migrations/sqlite/', import.meta.url)).sort();
+      for (const name of names) db.exec(readFileSync(new URL(`../../src/store/migrations/sqlite/${name}`, import.meta.url), 'utf8'));
+      const of = { machine: 'node-1', route: '/ignition', seq: 1001, keep: 1000 };
+      const plan = (sql: string) => db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(of).map((r) => (r as { detail: string }).detail);
+      for (const sql of [nextServedSeqSql('@machine', '@route'), trimServedAuditSql('@machine', '@route', '@seq', '@keep')]) {
+        const details = plan(sql);
+        assert.ok(details.length > 0 && details.every((d) => !d.startsWith('SCAN')), `${sql}: ${details.join('; ')}`);
+        assert.ok(details.filter((d) => d.startsWith('SEARCH audit')).every((d) => d.includes('USING COVERING INDEX audit_served') || d.includes('USING INDEX audit_served')), details.join('; '));
+      }
+    } finally {
+      db.close();
     }
   });
 

@@ -377,6 +377,37 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
         assert.equal((await store.statuses(['node-1'])).get('node-1')!.phase, 'Booting', 'the lifecycle event applied alongside');
       }));
 
+      it('holds the served bound exactly per class over many writes, with or without an event, and after the store is opened again', async () => {
+        let store = await makeStore();
+        try {
+          const bound = { maxServedPerMachine: 4 };
+          const served = (route: string, i: number, event?: { kind: 'booting' }) => store.recordAudit({ machine: 'node-1', route, client: `10.0.${route.length}.${i}`, status: 200 }, bound, event);
+          for (let i = 0; i < 12; i++) {
+            await served('/ipxe', i, { kind: 'booting' });
+            if (i % 3 !== 2) await served('/report', i);
+          }
+          const rows = (store: Store) => store.audit('node-1').then((r) => r.map((a) => `${a.route} ${a.client}`));
+          const expected = ['/ipxe 10.0.5.11', '/report 10.0.7.10', '/ipxe 10.0.5.10', '/report 10.0.7.9', '/ipxe 10.0.5.9', '/ipxe 10.0.5.8', '/report 10.0.7.7', '/report 10.0.7.6'];
+          assert.deepEqual(await rows(store), expected);
+          await store.close();
+          store = await reopen(store);
+          await served('/report', 12);
+          assert.deepEqual(await rows(store), ['/report 10.0.7.12', ...expected.filter((r) => r !== '/report 10.0.7.6')], 'the numbers go on where they stopped');
+        } finally {
+          await store.close();
+        }
+      });
+
+      it('lands every one of concurrent served writes of one machine, and keeps the bound', using(makeStore, async (store) => {
+        // An /ipxe flood for one known MAC, many at once: each is acknowledged only with its row.
+        const results = await Promise.all(
+          Array.from({ length: 40 }, (_v, i) => store.recordAudit({ machine: 'node-1', route: i % 2 ? '/ipxe' : '/ignition', client: `10.0.1.${i}`, status: 200 }, { maxServedPerMachine: 5 }, { kind: 'booting' })),
+        );
+        assert.deepEqual(results, results.map(() => true));
+        const rows = await store.audit('node-1');
+        assert.deepEqual([rows.filter((r) => r.route === '/ipxe').length, rows.filter((r) => r.route === '/ignition').length], [5, 5]);
+      }));
+
       it('keeps at most maxRefused refusal rows, oldest deleted first, and never deletes a served fetch\'s row', using(makeStore, async (store) => {
         await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 200 });
         for (let i = 0; i < 6; i++) await store.recordAudit({ machine: `m${i}`, route: '/ignition', client: '10.0.0.9', status: 403 }, { maxRefused: 3 });
