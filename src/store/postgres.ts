@@ -681,7 +681,6 @@ export class PostgresStore implements Store {
         next = (await client.query<{ n: number; unnumbered: boolean }>(nextServedSeqSql('$1', '$2::text'), of)).rows[0]!;
       }
       const params: unknown[] = auditValues(applied?.flag ? { ...entry, reason: applied.flag } : entry, at);
-      const columns = params.length;
       const typed = params.map((_v, i) => `$${i + 1}${AUDIT_INTEGER_COLUMNS.has(i) ? '::integer' : '::text'}`);
       params.push(next.n);
       const seq = `$${params.length}::integer`;
@@ -691,7 +690,7 @@ export class PostgresStore implements Store {
       const merge = mergesRepeats(entry, max);
       const parts = merge
         ? [`merged AS (${mergeRepeatSql((i) => typed[i]!, 'IS NOT DISTINCT FROM')} RETURNING 1)`, `audit_row AS (INSERT INTO audit (${AUDIT_COLUMNS}, served_seq) SELECT ${typed.join(', ')}, ${seq} WHERE NOT EXISTS (SELECT 1 FROM merged))`]
-        : [`audit_row AS (INSERT INTO audit (${AUDIT_COLUMNS}, served_seq) VALUES (${typed.slice(0, columns).join(', ')}, ${seq}))`];
+        : [`audit_row AS (INSERT INTO audit (${AUDIT_COLUMNS}, served_seq) VALUES (${typed.join(', ')}, ${seq}))`];
       if (applied?.accepted) {
         const { record } = applied;
         params.push(record.phase, record.since, JSON.stringify(record));

@@ -200,6 +200,7 @@ export class SqliteStore implements Store {
     private readonly now: () => Date,
     private readonly batchMs = 0,
   ) {
+    const renumber = renumberServedSql('@machine', '@route');
     this.statements = {
       current: db.prepare<[string, string], CurrentRow>(`SELECT r.revision, v.created_at ${CURRENT_JOIN} WHERE r.kind = ? AND r.name = ?`),
       get: db.prepare<[string, string], RevisionRow>(`SELECT v.* ${CURRENT_JOIN} WHERE r.kind = ? AND r.name = ?`),
@@ -230,8 +231,8 @@ export class SqliteStore implements Store {
       resetFetches: db.prepare('DELETE FROM fetch_counts WHERE machine = ?'),
       insertAudit: db.prepare(`INSERT INTO audit (${AUDIT_COLUMNS}, served_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       nextServedSeq: db.prepare<[ServedOf], { n: number; unnumbered: number }>(nextServedSeqSql('@machine', '@route')),
-      unnumberServed: db.prepare<[ServedOf]>(renumberServedSql('@machine', '@route')[0]),
-      renumberServed: db.prepare<[ServedOf]>(renumberServedSql('@machine', '@route')[1]),
+      unnumberServed: db.prepare<[ServedOf]>(renumber[0]),
+      renumberServed: db.prepare<[ServedOf]>(renumber[1]),
       trimServed: db.prepare<[ServedOf & { seq: number; keep: number }]>(trimServedAuditSql('@machine', '@route', '@seq', '@keep')),
       audit: db.prepare<[string, number], AuditRow>(`SELECT id, ${AUDIT_READ_COLUMNS} FROM audit WHERE machine = ? ORDER BY id DESC LIMIT ?`),
       mergeRepeat: db.prepare<[Record<string, string | number | null>]>(mergeRepeatSql((i) => `@p${i}`, 'IS')),
