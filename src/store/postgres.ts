@@ -28,8 +28,10 @@ import { RULES_VERSION } from '../rules.js';
 import { documentNeeds, migrateStore, READABLE_FROM, type SchemaState } from './compat.js';
 import { commitUnlessDryRun, dryRunAnswer } from './dry-run.js';
 import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
+import { KeyedBatcher } from './batcher.js';
 import { storageFault } from './faults.js';
 import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
+import { BATCH_SQL, type BatchedServed, type BatchOutcome, batchParams } from './postgres-served.js';
 import type { MachineSpec, ProfileSpec, ResourceKind, StoredResource } from './resources.js';
 import {
   AUDIT_COLUMNS,
@@ -106,6 +108,21 @@ const AUDIT_UNNUMBERED = 'BW002';
  * number: another writer numbered one alike from the same newest row, and committed first.
  */
 const servedSeqTaken = (e: unknown): boolean => (e as { code?: unknown }).code === '23505' && (e as { constraint?: unknown }).constraint === 'audit_served';
+
+/** SQLSTATE deadlock_detected: two batches (two replicas) locked status rows in opposite orders. */
+const DEADLOCK = '40P01';
+
+/** Most served answers in one batch statement (src/store/postgres-served.ts). */
+const SERVED_BATCH_MAX = 100;
+
+/** A served answer waiting for its batch. */
+interface ServedWrite {
+  entry: AuditInput;
+  at: string;
+  max: number | undefined;
+  event: StatusEvent | undefined;
+  claim: UrlClaim | undefined;
+}
 
 /** Attempts of a one-statement served write before it falls back to a transaction under the row lock. */
 const STATUS_ATTEMPTS = 3;
@@ -278,11 +295,22 @@ export class PostgresStore implements Store {
    */
   private readonly seenStatus = new LRUCache<string, string>({ max: SEEN_STATUS_MAX });
 
+  /**
+   * Served answers gathered into batch statements, one answer per machine in each and at
+   * most half the pool's connections held by them, so reads never wait for all of them.
+   */
+  private readonly servedBatches: KeyedBatcher<ServedWrite, BatchOutcome | 'alone'>;
+
   constructor(
     private readonly pool: pg.Pool,
     private readonly now: () => Date,
     private readonly pingTimeoutMs: number = PING_TIMEOUT_MS,
-  ) {}
+  ) {
+    this.servedBatches = new KeyedBatcher((batch) => this.writeServedBatch(batch), (w) => w.entry.machine, {
+      size: SERVED_BATCH_MAX,
+      inFlight: Math.max(1, Math.floor(pool.options.max / 2)),
+    });
+  }
 
   private timestamp(): string {
     return this.now().toISOString();
@@ -616,13 +644,20 @@ export class PostgresStore implements Store {
     return { machine: m, cluster: of('Cluster', m.spec.cluster), profile: of('Profile', m.spec.profile), claimed: rows[0]!.claimed };
   }
 
-  /** @inheritdoc */
+  /**
+   * @inheritdoc A served answer goes into the next batch statement
+   * ({@link writeServedBatch}) and resolves once it has committed; one the batch could not
+   * write as computed is written on its own ({@link servedInOneStatement}, then
+   * {@link servedInTransaction}).
+   */
   async recordAudit(entry: AuditInput, bounds: AuditBounds = {}, event?: StatusEvent, claim?: UrlClaim): Promise<boolean> {
     const at = this.timestamp();
     const values = auditValues(entry, at);
     if (!isRefusal(entry.status)) {
       const max = bounds.maxServedPerMachine;
-      const written = await this.servedInOneStatement(entry, at, max, event, claim);
+      const outcome = await this.servedBatches.push({ entry, at, max, event, claim });
+      if (outcome === 'written' || outcome === 'claimed') return outcome === 'written';
+      const written = outcome === 'unnumbered' ? undefined : await this.servedInOneStatement(entry, at, max, event, claim);
       if (written !== undefined) return written;
       for (let attempt = 1; ; attempt++) {
         try {
@@ -647,6 +682,50 @@ export class PostgresStore implements Store {
       }
     });
     return true;
+  }
+
+  /**
+   * Write a batch of served answers (one per machine) in one statement, one round trip
+   * and one commit (src/store/postgres-served.ts), each transition computed from the
+   * status record last seen ({@link seenStatus}; those unknown read first, in one query).
+   *
+   * @returns each answer's outcome, in order: `alone` for all of them when the statement
+   *   met a race and wrote nothing (a record changed under its lock, a served number taken
+   *   by another writer, a deadlock between two replicas' batches)
+   * @throws what the query throws otherwise (every answer of the batch fails with it)
+   */
+  private async writeServedBatch(batch: ServedWrite[]): Promise<(BatchOutcome | 'alone')[]> {
+    const unknown = batch.filter((w) => w.event && this.seenStatus.get(w.entry.machine) === undefined).map((w) => w.entry.machine);
+    if (unknown.length > 0) {
+      const found = new Map(
+        (await this.pool.query<{ machine: string; record: string }>('SELECT machine, record FROM machine_status WHERE machine = ANY($1::text[])', [unknown])).rows.map((r) => [r.machine, r.record]),
+      );
+      for (const machine of unknown) this.seenStatus.set(machine, found.get(machine) ?? NO_STATUS);
+    }
+    const planned = batch.map((w): BatchedServed & { applied?: ReturnType<typeof applyEvent> } => {
+      const merge = mergesRepeats(w.entry, w.max);
+      if (!w.event) return { entry: w.entry, at: w.at, max: w.max, merge, claim: w.claim, mode: 'none' };
+      const seen = this.seenStatus.get(w.entry.machine) ?? NO_STATUS;
+      const applied = applyEvent(seen === NO_STATUS ? undefined : (JSON.parse(seen) as StatusRecord), w.event, w.at);
+      const entry = applied.flag ? { ...w.entry, reason: applied.flag } : w.entry;
+      const mode = applied.accepted ? (seen === NO_STATUS ? 'insert' : 'update') : seen === NO_STATUS ? 'hold-none' : 'hold';
+      return { entry, at: w.at, max: w.max, merge, claim: w.claim, mode, record: applied.accepted ? applied.record : undefined, seen, applied };
+    });
+    let outcomes: BatchOutcome[];
+    try {
+      outcomes = (await preparedQuery<{ outcome: BatchOutcome }>(this.pool, BATCH_SQL, batchParams(planned, Math.floor(this.now().getTime() / 1000)))).rows.map((r) => r.outcome);
+    } catch (e) {
+      const code = (e as { code?: unknown }).code;
+      if (code !== STATUS_CHANGED && code !== DEADLOCK && !servedSeqTaken(e)) throw e;
+      for (const w of batch) this.seenStatus.delete(w.entry.machine);
+      return batch.map(() => 'alone');
+    }
+    planned.forEach((p, i) => {
+      const machine = p.entry.machine;
+      if (outcomes[i] === 'changed') this.seenStatus.delete(machine);
+      else if (outcomes[i] === 'written' && p.applied) this.seenStatus.set(machine, p.applied.accepted ? JSON.stringify(p.applied.record) : p.seen!);
+    });
+    return outcomes;
   }
 
   /**

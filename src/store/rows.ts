@@ -175,10 +175,12 @@ export const mergesRepeats = (entry: { route: string; status: number }, maxServe
  * values ({@link AUDIT_COLUMNS} order, `p(i)` for the i-th, from 0) and null-safe
  * equality (`IS` in SQLite, `IS NOT DISTINCT FROM` in PostgreSQL). It changes one row,
  * or none (then the row is inserted). The newest row is found in the `(machine, id)` index.
+ * `from` (PostgreSQL's `UPDATE … FROM`) names the rows the placeholders read, when they
+ * are columns rather than parameters: then it changes one row per row of `from`, or none.
  */
-export function mergeRepeatSql(p: (i: number) => string, same: string): string {
+export function mergeRepeatSql(p: (i: number) => string, same: string, from?: string): string {
   return (
-    `UPDATE audit SET repeats = repeats + 1, last_at = ${p(4)} WHERE id = (SELECT id FROM audit WHERE machine = ${p(0)} AND status < 400 ORDER BY id DESC LIMIT 1) ` +
+    `UPDATE audit SET repeats = repeats + 1, last_at = ${p(4)} ${from ? `FROM ${from} ` : ''}WHERE id = (SELECT id FROM audit WHERE machine = ${p(0)} AND status < 400 ORDER BY id DESC LIMIT 1) ` +
     `AND route = ${p(1)} AND client = ${p(2)} AND status = ${p(3)} AND user_agent ${same} ${p(5)} AND reason ${same} ${p(6)}`
   );
 }
@@ -213,6 +215,15 @@ export function nextServedSeqSql(machine: string, route: string): string {
  */
 export function trimServedAuditSql(machine: string, route: string, seq: string, keep: string): string {
   return `DELETE FROM audit WHERE ${servedRowsOf(machine, route)} AND served_seq <= ${seq} - ${keep}`;
+}
+
+/**
+ * The ids of the rows {@link trimServedAuditSql} deletes, as a query of its own: for a
+ * statement that trims several machines at once, each machine's rows found by a lookup in
+ * the `audit_served` index with its own values (a `LATERAL` subquery), as one machine's are.
+ */
+export function servedBeyondSql(machine: string, route: string, seq: string, keep: string): string {
+  return `SELECT id FROM audit WHERE ${servedRowsOf(machine, route)} AND served_seq <= ${seq} - ${keep}`;
 }
 
 /**

@@ -62,8 +62,9 @@ if (url !== undefined) {
     it('/ipxe: 2, also on a first boot; /ignition: 2', async () => {
       // One read: the candidates, their profiles and status records (src/store/postgres.ts bootCandidates).
       // One write: the status transition (checked against the record read), the audit row
-      // (or the repeat counted in the newest one) and the trim (servedInOneStatement).
-      const ipxe = ['WITH ms AS (SELECT', 'WITH gate AS (SELECT'];
+      // (or the repeat counted in the newest one) and the trim, in a batch statement
+      // (src/store/postgres-served.ts), here of one answer.
+      const ipxe = ['WITH ms AS (SELECT', 'WITH req AS (SELECT'];
       const first = await statements('/ipxe?mac=52:54:00:32:00:01');
       assert.deepEqual(first.log, ipxe);
       const again = await statements('/ipxe?mac=52:54:00:32:00:01');
@@ -74,7 +75,7 @@ if (url !== undefined) {
         // The machine, its cluster, its profile and its status record, and whether the URL was claimed (fetchParts).
         'WITH m AS (SELECT',
         // The claim (expired claims dropped), the status, the audit row and the trim.
-        'WITH expired AS (DELETE',
+        'WITH req AS (SELECT',
       ]);
     });
   });

@@ -12,6 +12,7 @@ import { describe, it } from 'node:test';
 import pg from 'pg';
 import { PreconditionFailedError } from '../../src/store/errors.js';
 import { openPostgresStore, PostgresStore } from '../../src/store/postgres.js';
+import { BATCH_SQL, batchParams } from '../../src/store/postgres-served.js';
 import { nextServedSeqSql, trimServedAuditSql } from '../../src/store/rows.js';
 import type { Store } from '../../src/store/store.js';
 import { createDatabase, dropDatabase, testDatabase } from '../support/postgres.js';
@@ -98,6 +99,115 @@ if (url !== undefined) {
       } finally {
         await client.end();
         await store.close();
+      }
+    });
+
+    it('served answers of many machines at once go in one batch statement, each with its own outcome', async () => {
+      const schema = `s${++n}`;
+      const a = await open(schema);
+      const b = await open(schema);
+      const client = new pg.Client({ connectionString: dbUrl });
+      await client.connect();
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be called with its client as `this`, and put back after
+      const query = pg.Client.prototype.query;
+      const log: string[] = [];
+      try {
+        const served = { kind: 'served' as const, served: { revision: 1, sha256: 'ab'.repeat(32), format: 'ignition' as const } };
+        const row = (machine: string, route = '/ignition') => ({ machine, route, client: '10.0.0.1', status: 200 });
+        const claim = (machine: string) => ({ key: `url-${machine}`, expiresAt: Math.floor(Date.now() / 1000) + 3600 });
+        // node-0's URL was fetched before (from the other replica); node-1's status record,
+        // as `a` last saw it, has changed since (`b` wrote it); node-2 has rows a 0.2.0
+        // replica wrote, without a number; the other nine are new.
+        assert.equal(await b.recordAudit(row('node-0'), {}, served, claim('node-0')), true);
+        assert.equal(await a.recordAudit(row('node-1', '/ipxe'), {}, { kind: 'booting' }), true);
+        assert.equal(await b.recordAudit(row('node-1'), {}, served), true);
+        for (const c of ['c', 'd']) await client.query(`INSERT INTO ${schema}.audit (machine, route, client, status, at) VALUES ('node-2', '/ignition', $1, 200, '2026-11-02T00:00:00.000Z')`, [c]);
+        pg.Client.prototype.query = function (this: pg.Client, ...args: Parameters<typeof query>) {
+          const q = args[0] as unknown;
+          log.push((typeof q === 'string' ? q : (q as { text: string }).text).split(' ').slice(0, 4).join(' '));
+          return (query as (...args: unknown[]) => unknown).apply(this, args);
+        } as typeof query;
+        const machines = Array.from({ length: 12 }, (_, i) => `node-${i}`);
+        const written = await Promise.all(
+          machines.map((m) => (m === 'node-1' ? a.recordAudit(row(m, '/ipxe'), { maxServedPerMachine: 3 }, { kind: 'booting' }) : a.recordAudit(row(m), { maxServedPerMachine: 3 }, served, claim(m)))),
+        );
+        pg.Client.prototype.query = query;
+        assert.deepEqual(written, [false, ...Array.from({ length: 11 }, () => true)]);
+        // The status records a had not seen, in one query; then one statement for all twelve;
+        // then node-1 (its record read again) and node-2 (numbered in a transaction) alone.
+        assert.deepEqual(log.slice(0, 2), ['SELECT machine, record FROM', 'WITH req AS (SELECT']);
+        assert.equal(log.filter((l) => l === 'WITH req AS (SELECT').length, 1, log.join('\n'));
+        assert.ok(log.includes('BEGIN'), log.join('\n'));
+        const records = await a.statuses(machines);
+        assert.deepEqual(records.get('node-1')!.transitions.map((t) => t.phase), ['Booting', 'Provisioning', 'Booting']);
+        for (const m of machines.slice(2)) assert.deepEqual(records.get(m)!.transitions.map((t) => t.phase), ['Provisioning'], m);
+        // node-0: the one row of the fetch before; node-2: its rows numbered, the oldest trimmed.
+        assert.equal((await a.audit('node-0')).length, 1);
+        assert.deepEqual((await client.query(`SELECT client, served_seq FROM ${schema}.audit WHERE machine = 'node-2' ORDER BY id`)).rows, [
+          { client: 'c', served_seq: 1 },
+          { client: 'd', served_seq: 2 },
+          { client: '10.0.0.1', served_seq: 3 },
+        ]);
+        for (const m of machines.slice(3)) assert.deepEqual((await client.query(`SELECT served_seq FROM ${schema}.audit WHERE machine = $1`, [m])).rows, [{ served_seq: 1 }], m);
+      } finally {
+        pg.Client.prototype.query = query;
+        await client.end();
+        await a.close();
+        await b.close();
+      }
+    });
+
+    it("two replicas' batches of the same machines at once: every answer lands, one transition each, the bound exact", async () => {
+      const schema = `s${++n}`;
+      const a = await open(schema);
+      const b = await open(schema);
+      try {
+        const machines = Array.from({ length: 20 }, (_, i) => `node-${i}`);
+        const bound = { maxServedPerMachine: 6 };
+        // Ten first boots of each machine, five from each replica, all at once: the batches
+        // meet each other's status rows and served numbers, and give way to single writes.
+        const writes = machines.flatMap((machine) => Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).recordAudit({ machine, route: '/boot-check', client: `c${i}`, status: 200 }, bound, { kind: 'booting' })));
+        assert.deepEqual(await Promise.all(writes), writes.map(() => true));
+        const records = await a.statuses(machines);
+        for (const machine of machines) {
+          assert.deepEqual(records.get(machine)!.transitions.map((t) => t.phase), ['Booting'], machine);
+          const rows = await b.audit(machine, { limit: 100 });
+          assert.equal(rows.length, 6, machine);
+          assert.equal(new Set(rows.map((r) => r.client)).size, 6, machine);
+        }
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
+
+    it('the batch statement finds every row by index: each machine its own lookups in audit_served, the trim by number', async () => {
+      const schema = `s${++n}`;
+      const store = await open(schema);
+      await store.close();
+      const client = new pg.Client({ connectionString: dbUrl });
+      await client.connect();
+      try {
+        await client.query(`SET search_path TO ${schema}; SET enable_seqscan = off`);
+        const served = (machine: string) => ({
+          entry: { machine, route: '/ignition', client: '10.0.0.1', status: 200 },
+          at: '2026-12-07T00:00:00.000Z',
+          max: 1000,
+          merge: false,
+          claim: { key: `url-${machine}`, expiresAt: 2_000_000_000 },
+          mode: 'update' as const,
+          record: { phase: 'Provisioning' as const, since: '2026-12-07T00:00:00.000Z', transitions: [], reports: 0 },
+          seen: '{}',
+        });
+        const plan = (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${BATCH_SQL}`, batchParams([served('node-1'), served('node-2')], 1_900_000_000))).rows.map((r) => r['QUERY PLAN']).join('\n');
+        assert.doesNotMatch(plan, /Seq Scan/, plan);
+        const lookups = [...plan.matchAll(/using audit_served on audit\b.*\n\s*Index Cond: (.*)/g)].map((m) => m[1]!);
+        // The newest number, the unnumbered rows, the trim: each by machine, class and number.
+        assert.equal(lookups.length, 3, plan);
+        for (const cond of lookups) assert.match(cond, /^\(\(machine = (\$\d+|\w+\.b_machine)\) AND \(\(route = ANY .*\)\) AND \(served_seq (IS NULL|IS NOT NULL|<= .*)\)\)$/, plan);
+        assert.ok(lookups.some((c) => c.includes('served_seq <=')), plan);
+      } finally {
+        await client.end();
       }
     });
 
