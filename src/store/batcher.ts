@@ -14,7 +14,8 @@ export interface BatcherOptions {
 
 interface Waiting<T, R> {
   item: T;
-  key: string;
+  /** Undefined: the batcher has no keys. */
+  key: string | undefined;
   resolve: (r: R) => void;
   reject: (e: unknown) => void;
 }
@@ -26,7 +27,8 @@ interface Waiting<T, R> {
  * under load items gather while the batches before them run, and an item pushed alone is
  * delayed by one turn. A batch holds at most one item per key, and a key with an item in
  * a running batch waits for that batch to end: the items of one key run one after another,
- * in the order pushed, each seeing the one before it written.
+ * in the order pushed, each seeing the one before it written. Without `keyOf`, every item
+ * is a key of its own.
  *
  * `run` answers every item of a batch, in order, or throws (then every item of the batch
  * is rejected with its error).
@@ -39,14 +41,14 @@ export class KeyedBatcher<T, R> {
 
   constructor(
     private readonly run: (items: T[]) => Promise<R[]>,
-    private readonly keyOf: (item: T) => string,
+    private readonly keyOf: ((item: T) => string) | undefined,
     private readonly options: BatcherOptions,
   ) {}
 
   /** Queue `item`; resolves with its answer once its batch ran, rejects with the batch's error. */
   push(item: T): Promise<R> {
     return new Promise<R>((resolve, reject) => {
-      this.waiting.push({ item, key: this.keyOf(item), resolve, reject });
+      this.waiting.push({ item, key: this.keyOf?.(item), resolve, reject });
       this.schedule();
     });
   }
@@ -73,9 +75,9 @@ export class KeyedBatcher<T, R> {
     const keys = new Set<string>();
     let kept = 0;
     for (const w of this.waiting) {
-      if (batch.length < this.options.size && !this.busyKeys.has(w.key) && !keys.has(w.key)) {
+      if (batch.length < this.options.size && (w.key === undefined || (!this.busyKeys.has(w.key) && !keys.has(w.key)))) {
         batch.push(w);
-        keys.add(w.key);
+        if (w.key !== undefined) keys.add(w.key);
       } else {
         this.waiting[kept++] = w;
       }

@@ -77,13 +77,13 @@ export const BATCH_SQL = (() => {
   const now = `$${COLUMNS.length + 1}::bigint`;
   const w = (column: string) => `w.${b(column)}`;
   const parts = [
-    `req AS (SELECT * FROM unnest(${unnest}) WITH ORDINALITY AS t(${COLUMNS.map(([c]) => b(c)).join(', ')}, b_i))`,
-    `seq AS (SELECT req.b_i, s.n, s.unnumbered FROM req CROSS JOIN LATERAL (${nextServedSeqSql('req.b_machine', 'req.b_route')}) s)`,
+    `answers AS (SELECT * FROM unnest(${unnest}) WITH ORDINALITY AS t(${COLUMNS.map(([c]) => b(c)).join(', ')}, b_i))`,
+    `seq AS (SELECT answers.b_i, s.n, s.unnumbered FROM answers CROSS JOIN LATERAL (${nextServedSeqSql('answers.b_machine', 'answers.b_route')}) s)`,
     // The transition still holds on this statement's snapshot.
-    "cas AS (SELECT b_i FROM req WHERE CASE WHEN b_mode = 'none' THEN true " +
+    "cas AS (SELECT b_i FROM answers WHERE CASE WHEN b_mode = 'none' THEN true " +
       "WHEN b_mode IN ('insert', 'hold-none') THEN NOT EXISTS (SELECT 1 FROM machine_status s WHERE s.machine = b_machine) " +
       'ELSE EXISTS (SELECT 1 FROM machine_status s WHERE s.machine = b_machine AND s.record = b_seen) END)',
-    'ready AS (SELECT req.*, seq.n FROM req JOIN seq USING (b_i) WHERE NOT seq.unnumbered AND req.b_i IN (SELECT b_i FROM cas))',
+    'ready AS (SELECT answers.*, seq.n FROM answers JOIN seq USING (b_i) WHERE NOT seq.unnumbered AND answers.b_i IN (SELECT b_i FROM cas))',
     `expired AS (DELETE FROM claimed_urls WHERE expires_at <= ${now} AND EXISTS (SELECT 1 FROM ready WHERE b_claim_key IS NOT NULL))`,
     'claimed AS (INSERT INTO claimed_urls (key, machine, expires_at) SELECT b_claim_key, b_machine, b_claim_expires FROM ready WHERE b_claim_key IS NOT NULL ON CONFLICT (key) DO NOTHING RETURNING key)',
     'open AS (SELECT * FROM ready WHERE b_claim_key IS NULL OR b_claim_key IN (SELECT key FROM claimed))',
@@ -99,10 +99,10 @@ export const BATCH_SQL = (() => {
   // A row that held on the snapshot and was not written met a writer that committed
   // meanwhile: the function's error rolls the whole statement back.
   const outcome =
-    "CASE WHEN req.b_i NOT IN (SELECT b_i FROM cas) THEN 'changed' WHEN (SELECT unnumbered FROM seq WHERE seq.b_i = req.b_i) THEN 'unnumbered' " +
-    "WHEN req.b_i NOT IN (SELECT b_i FROM open) THEN 'claimed' WHEN req.b_i IN (SELECT b_i FROM written) THEN 'written' " +
-    'ELSE bootwright_status_changed(req.b_machine)::text END';
-  return `WITH ${parts.join(', ')} SELECT ${outcome} AS outcome FROM req ORDER BY req.b_i`;
+    "CASE WHEN answers.b_i NOT IN (SELECT b_i FROM cas) THEN 'changed' WHEN (SELECT unnumbered FROM seq WHERE seq.b_i = answers.b_i) THEN 'unnumbered' " +
+    "WHEN answers.b_i NOT IN (SELECT b_i FROM open) THEN 'claimed' WHEN answers.b_i IN (SELECT b_i FROM written) THEN 'written' " +
+    'ELSE bootwright_status_changed(answers.b_machine)::text END';
+  return `WITH ${parts.join(', ')} SELECT ${outcome} AS outcome FROM answers ORDER BY answers.b_i`;
 })();
 
 /**

@@ -112,8 +112,8 @@ const servedSeqTaken = (e: unknown): boolean => (e as { code?: unknown }).code =
 /** SQLSTATE deadlock_detected: two batches (two replicas) locked status rows in opposite orders. */
 const DEADLOCK = '40P01';
 
-/** Most served answers in one batch statement (src/store/postgres-served.ts). */
-const SERVED_BATCH_MAX = 100;
+/** Most served answers in one batch statement (src/store/postgres-served.ts), and most fetches in one read. */
+const BATCH_MAX = 100;
 
 /** A served answer waiting for its batch. */
 interface ServedWrite {
@@ -301,15 +301,17 @@ export class PostgresStore implements Store {
    */
   private readonly servedBatches: KeyedBatcher<ServedWrite, BatchOutcome | 'alone'>;
 
+  /** Config fetches' reads gathered into one query per batch, as many batches at once. */
+  private readonly partsBatches: KeyedBatcher<{ machine: string; claimKey?: string }, FetchParts | NotFoundError>;
+
   constructor(
     private readonly pool: pg.Pool,
     private readonly now: () => Date,
     private readonly pingTimeoutMs: number = PING_TIMEOUT_MS,
   ) {
-    this.servedBatches = new KeyedBatcher((batch) => this.writeServedBatch(batch), (w) => w.entry.machine, {
-      size: SERVED_BATCH_MAX,
-      inFlight: Math.max(1, Math.floor(pool.options.max / 2)),
-    });
+    const limits = { size: BATCH_MAX, inFlight: Math.max(1, Math.floor(pool.options.max / 2)) };
+    this.servedBatches = new KeyedBatcher((batch) => this.writeServedBatch(batch), (w) => w.entry.machine, limits);
+    this.partsBatches = new KeyedBatcher((batch) => this.readPartsBatch(batch), undefined, limits);
   }
 
   private timestamp(): string {
@@ -624,24 +626,51 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * @inheritdoc One query, one snapshot: the three current revisions (the machine's
-   * status record with it, which seeds {@link seenStatus}) and the claim.
+   * @inheritdoc The fetches of the same turn of the event loop share one query
+   * ({@link readPartsBatch}).
    */
   async fetchParts(machine: string, claimKey?: string): Promise<FetchParts> {
+    const parts = await this.partsBatches.push({ machine, claimKey });
+    if (parts instanceof NotFoundError) throw parts;
+    return parts;
+  }
+
+  /**
+   * The parts of a batch of fetches in one query, one snapshot: for each, the machine's
+   * current revision (its status record with it, which seeds {@link seenStatus}), its
+   * cluster's and profile's (each read once however many machines name it), and whether
+   * its URL was claimed.
+   *
+   * @returns each fetch's parts, in order, or the NotFoundError of what it lacks
+   */
+  private async readPartsBatch(batch: { machine: string; claimKey?: string }[]): Promise<(FetchParts | NotFoundError)[]> {
     const sql =
-      "WITH m AS (SELECT cluster, profile FROM resources WHERE kind = 'Machine' AND name = $1) " +
-      `SELECT v.*, s.record AS status_record, ($2::text IS NOT NULL AND EXISTS (SELECT 1 FROM claimed_urls WHERE key = $2::text AND expires_at > $3)) AS claimed ${CURRENT_JOIN} ` +
-      "LEFT JOIN machine_status s ON r.kind = 'Machine' AND s.machine = r.name " +
-      "WHERE (r.kind = 'Machine' AND r.name = $1) OR (r.kind = 'Cluster' AND r.name = (SELECT cluster FROM m)) OR (r.kind = 'Profile' AND r.name = (SELECT profile FROM m))";
-    const rows = (await preparedQuery<RevisionRow & { status_record: string | null; claimed: boolean }>(this.pool, sql, [machine, claimKey ?? null, Math.floor(this.now().getTime() / 1000)])).rows;
-    const of = <K extends ResourceKind>(kind: K, name: string): StoredResource<SpecOf<K>> => {
-      const row = rows.find((r) => r.kind === kind);
-      if (!row) throw new NotFoundError(kind, name);
-      return toResource<SpecOf<K>>(row);
-    };
-    const m = of('Machine', machine);
-    this.seenStatus.set(machine, rows.find((r) => r.kind === 'Machine')!.status_record ?? NO_STATUS);
-    return { machine: m, cluster: of('Cluster', m.spec.cluster), profile: of('Profile', m.spec.profile), claimed: rows[0]!.claimed };
+      'WITH fetches AS (SELECT * FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(machine, claim_key, i)), ' +
+      "m AS (SELECT name, cluster, profile FROM resources WHERE kind = 'Machine' AND name IN (SELECT machine FROM fetches)), " +
+      "keys AS (SELECT 'Machine'::text AS kind, name FROM m UNION SELECT 'Cluster', cluster FROM m UNION SELECT 'Profile', profile FROM m) " +
+      'SELECT v.*, s.record AS status_record, (SELECT array_agg(i::integer) FROM fetches f WHERE claim_key IS NOT NULL AND EXISTS (SELECT 1 FROM claimed_urls WHERE key = f.claim_key AND expires_at > $3)) AS claimed ' +
+      'FROM keys k JOIN resources r ON r.kind = k.kind AND r.name = k.name JOIN resource_revisions v ON v.kind = r.kind AND v.name = r.name AND v.revision = r.revision ' +
+      "LEFT JOIN machine_status s ON r.kind = 'Machine' AND s.machine = r.name";
+    const params = [batch.map((f) => f.machine), batch.map((f) => f.claimKey ?? null), Math.floor(this.now().getTime() / 1000)];
+    const rows = (await preparedQuery<RevisionRow & { status_record: string | null; claimed: number[] | null }>(this.pool, sql, params)).rows;
+    const byKey = new Map(rows.map((r) => [`${r.kind}/${r.name}`, r]));
+    const claimed = new Set(rows[0]?.claimed ?? []);
+    return batch.map(({ machine }, i) => {
+      const of = <K extends ResourceKind>(kind: K, name: string): StoredResource<SpecOf<K>> => {
+        const row = byKey.get(`${kind}/${name}`);
+        if (!row) throw new NotFoundError(kind, name);
+        return toResource<SpecOf<K>>(row);
+      };
+      try {
+        const m = of('Machine', machine);
+        const parts = { machine: m, cluster: of('Cluster', m.spec.cluster), profile: of('Profile', m.spec.profile), claimed: claimed.has(i + 1) };
+        this.seenStatus.set(machine, byKey.get(`Machine/${machine}`)!.status_record ?? NO_STATUS);
+        return parts;
+      } catch (e) {
+        if (e instanceof NotFoundError) return e;
+        throw e;
+      }
+    });
   }
 
   /**

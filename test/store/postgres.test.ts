@@ -135,8 +135,8 @@ if (url !== undefined) {
         assert.deepEqual(written, [false, ...Array.from({ length: 11 }, () => true)]);
         // The status records a had not seen, in one query; then one statement for all twelve;
         // then node-1 (its record read again) and node-2 (numbered in a transaction) alone.
-        assert.deepEqual(log.slice(0, 2), ['SELECT machine, record FROM', 'WITH req AS (SELECT']);
-        assert.equal(log.filter((l) => l === 'WITH req AS (SELECT').length, 1, log.join('\n'));
+        assert.deepEqual(log.slice(0, 2), ['SELECT machine, record FROM', 'WITH answers AS (SELECT']);
+        assert.equal(log.filter((l) => l === 'WITH answers AS (SELECT').length, 1, log.join('\n'));
         assert.ok(log.includes('BEGIN'), log.join('\n'));
         const records = await a.statuses(machines);
         assert.deepEqual(records.get('node-1')!.transitions.map((t) => t.phase), ['Booting', 'Provisioning', 'Booting']);

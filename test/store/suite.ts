@@ -743,6 +743,12 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
         assert.equal((await store.fetchParts('node-1', 'url-b')).claimed, false);
         assert.equal((await store.fetchParts('node-1')).claimed, false, 'no key, no claim');
         await assert.rejects(store.fetchParts('node-9', 'url-a'), (e) => e instanceof NotFoundError && e.kind === 'Machine');
+        // At once (one batch of reads on PostgreSQL): each fetch its own parts, claim or error.
+        const together = await Promise.allSettled([store.fetchParts('node-1', 'url-a'), store.fetchParts('node-2', 'url-b'), store.fetchParts('node-9'), store.fetchParts('node-2', 'url-a'), store.fetchParts('default')]);
+        assert.deepEqual(
+          together.map((r) => (r.status === 'fulfilled' ? [r.value.machine.name, r.value.machine.revision, r.value.profile.name, r.value.cluster.name, r.value.claimed] : `${(r.reason as NotFoundError).kind} ${(r.reason as NotFoundError).resourceName}`)),
+          [['node-1', 2, 'worker', 'prod', true], ['node-2', 1, 'other', 'prod', false], 'Machine node-9', ['node-2', 1, 'other', 'prod', true], ['default', 1, 'other', 'prod', false]],
+        );
       }, true));
 
       it('follows replaces and deletes', using(makeStore, async (store) => {
