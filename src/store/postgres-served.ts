@@ -17,7 +17,7 @@
  * the unique `audit_served` index) rolls all of it back, and every answer of the batch is
  * then written on its own.
  */
-import { AUDIT_COLUMNS, auditValues, mergeRepeatSql, nextServedSeqSql, servedBeyondSql } from './rows.js';
+import { AUDIT_COLUMNS, auditValues, newestServedSql, nextServedSeqSql, repeatOfSql, servedBeyondSql } from './rows.js';
 import type { AuditInput, UrlClaim } from './store.js';
 import type { StatusRecord } from './status.js';
 
@@ -65,12 +65,23 @@ const COLUMNS = [...AUDIT.map((c, i) => [c, AUDIT_TYPES[i]!] as const), ...EXTRA
 const b = (column: string) => `b_${column}`;
 
 /**
+ * `column` among the values `query` selects, as an array (`= ANY (ARRAY(…))`), for the
+ * rows a statement changes in a large table joined to the batch: PostgreSQL then looks them
+ * up in `column`'s index, where for a join of a batch of 100 it may hash the batch and scan
+ * the table.
+ */
+const byKeys = (column: string, query: string) => `${column} = ANY (ARRAY(${query}))`;
+
+/**
  * The batch statement: one text whatever the batch's size (one array per column, the
  * time for expired claims last), so each connection prepares it once. Every lookup is one
  * of the one-answer statement's, per row: the status row by machine, the served rows'
- * newest number and the trim in `audit_served`, the newest row in `audit_machine`. The
- * trim's subquery is kept whole (`OFFSET 0`): pulled up into a join, PostgreSQL looked
- * the rows up by machine alone and filtered the machine's every served row.
+ * newest number and the trim in `audit_served`, the newest row in `audit_machine`. Each
+ * is written so that the batch's size cannot turn it into a scan: a lookup per answer is a
+ * LATERAL or EXISTS subquery kept whole (`OFFSET 0`: pulled up into a join, PostgreSQL
+ * looked the trim's rows up by machine alone and filtered the machine's every served row,
+ * and hashed a batch of 100 to scan `machine_status`), and a row changed by a join is
+ * also named by key ({@link byKeys}).
  */
 export const BATCH_SQL = (() => {
   const unnest = COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(', ');
@@ -81,17 +92,23 @@ export const BATCH_SQL = (() => {
     `seq AS (SELECT answers.b_i, s.n, s.unnumbered FROM answers CROSS JOIN LATERAL (${nextServedSeqSql('answers.b_machine', 'answers.b_route')}) s)`,
     // The transition still holds on this statement's snapshot.
     "cas AS (SELECT b_i FROM answers WHERE CASE WHEN b_mode = 'none' THEN true " +
-      "WHEN b_mode IN ('insert', 'hold-none') THEN NOT EXISTS (SELECT 1 FROM machine_status s WHERE s.machine = b_machine) " +
-      'ELSE EXISTS (SELECT 1 FROM machine_status s WHERE s.machine = b_machine AND s.record = b_seen) END)',
+      "WHEN b_mode IN ('insert', 'hold-none') THEN NOT EXISTS (SELECT 1 FROM machine_status s WHERE s.machine = b_machine OFFSET 0) " +
+      'ELSE EXISTS (SELECT 1 FROM machine_status s WHERE s.machine = b_machine AND s.record = b_seen OFFSET 0) END)',
     'ready AS (SELECT answers.*, seq.n FROM answers JOIN seq USING (b_i) WHERE NOT seq.unnumbered AND answers.b_i IN (SELECT b_i FROM cas))',
     `expired AS (DELETE FROM claimed_urls WHERE expires_at <= ${now} AND EXISTS (SELECT 1 FROM ready WHERE b_claim_key IS NOT NULL))`,
     'claimed AS (INSERT INTO claimed_urls (key, machine, expires_at) SELECT b_claim_key, b_machine, b_claim_expires FROM ready WHERE b_claim_key IS NOT NULL ON CONFLICT (key) DO NOTHING RETURNING key)',
     'open AS (SELECT * FROM ready WHERE b_claim_key IS NULL OR b_claim_key IN (SELECT key FROM claimed))',
     "st_insert AS (INSERT INTO machine_status (machine, phase, since, record) SELECT b_machine, b_phase, b_since, b_record FROM open WHERE b_mode = 'insert' ON CONFLICT (machine) DO NOTHING RETURNING machine)",
-    "st_update AS (UPDATE machine_status s SET phase = o.b_phase, since = o.b_since, record = o.b_record FROM open o WHERE o.b_mode = 'update' AND s.machine = o.b_machine AND s.record = o.b_seen RETURNING s.machine)",
-    "st_hold AS (SELECT s.machine FROM machine_status s JOIN open o ON s.machine = o.b_machine WHERE o.b_mode = 'hold' AND s.record = o.b_seen FOR UPDATE OF s)",
+    "st_update AS (UPDATE machine_status s SET phase = o.b_phase, since = o.b_since, record = o.b_record FROM open o WHERE o.b_mode = 'update' AND s.machine = o.b_machine AND s.record = o.b_seen " +
+      `AND ${byKeys('s.machine', "SELECT b_machine FROM open WHERE b_mode = 'update'")} RETURNING s.machine)`,
+    "st_hold AS (SELECT s.machine FROM machine_status s JOIN open o ON s.machine = o.b_machine WHERE o.b_mode = 'hold' AND s.record = o.b_seen " +
+      `AND ${byKeys('s.machine', "SELECT b_machine FROM open WHERE b_mode = 'hold'")} FOR UPDATE OF s)`,
     "written AS (SELECT * FROM open WHERE b_mode IN ('none', 'hold-none') OR b_machine IN (SELECT machine FROM st_insert UNION ALL SELECT machine FROM st_update UNION ALL SELECT machine FROM st_hold))",
-    `merged AS (${mergeRepeatSql((i) => w(AUDIT[i]!), 'IS NOT DISTINCT FROM', 'written w')} AND w.b_merge RETURNING audit.machine)`,
+    // The newest served row of each machine whose answer may be counted in it, when it is
+    // a repeat of that answer (rows.ts mergeRepeatSql, for many machines at once).
+    `newest AS (SELECT w.b_at, n.id FROM written w CROSS JOIN LATERAL (${newestServedSql('w.b_machine', 'id, route, client, status, user_agent, reason')}) n ` +
+      `WHERE w.b_merge AND ${repeatOfSql((i) => w(AUDIT[i]!), 'IS NOT DISTINCT FROM')})`,
+    `merged AS (UPDATE audit SET repeats = repeats + 1, last_at = n.b_at FROM newest n WHERE audit.id = n.id AND ${byKeys('audit.id', 'SELECT id FROM newest')} RETURNING audit.machine)`,
     `audit_row AS (INSERT INTO audit (${AUDIT_COLUMNS}, served_seq) SELECT ${AUDIT.map(b).join(', ')}, n FROM written WHERE b_machine NOT IN (SELECT machine FROM merged) RETURNING machine)`,
     'trimmed AS (DELETE FROM audit WHERE id IN (SELECT beyond.id FROM written w ' +
       `CROSS JOIN LATERAL (${servedBeyondSql('w.b_machine', 'w.b_route', 'w.n', 'w.b_keep')} OFFSET 0) beyond WHERE w.b_keep IS NOT NULL AND w.b_machine IN (SELECT machine FROM audit_row)))`,

@@ -168,21 +168,33 @@ export const mergesRepeats = (entry: { route: string; status: number }, maxServe
   entry.status < 400 && (UNAUTHENTICATED_SERVED_ROUTES as readonly string[]).includes(entry.route) && (maxServedPerMachine === undefined || maxServedPerMachine >= 2);
 
 /**
- * Count a served answer of an unauthenticated route in the machine's newest served row
- * when that row is identical (route, client, status, User-Agent, reason), so answers one
- * after another are one row, and a boot after a signed fetch is a row of its own: the
- * statement for both stores, given how each spells its placeholders for the audit
- * values ({@link AUDIT_COLUMNS} order, `p(i)` for the i-th, from 0) and null-safe
- * equality (`IS` in SQLite, `IS NOT DISTINCT FROM` in PostgreSQL). It changes one row,
- * or none (then the row is inserted). The newest row is found in the `(machine, id)` index.
- * `from` (PostgreSQL's `UPDATE … FROM`) names the rows the placeholders read, when they
- * are columns rather than parameters: then it changes one row per row of `from`, or none.
+ * The machine's newest served row (status below 400), given how a store spells its
+ * placeholder for the machine: its `columns` (default its id), found in the `(machine,
+ * id)` index.
  */
-export function mergeRepeatSql(p: (i: number) => string, same: string, from?: string): string {
-  return (
-    `UPDATE audit SET repeats = repeats + 1, last_at = ${p(4)} ${from ? `FROM ${from} ` : ''}WHERE id = (SELECT id FROM audit WHERE machine = ${p(0)} AND status < 400 ORDER BY id DESC LIMIT 1) ` +
-    `AND route = ${p(1)} AND client = ${p(2)} AND status = ${p(3)} AND user_agent ${same} ${p(5)} AND reason ${same} ${p(6)}`
-  );
+export function newestServedSql(machine: string, columns = 'id'): string {
+  return `SELECT ${columns} FROM audit WHERE machine = ${machine} AND status < 400 ORDER BY id DESC LIMIT 1`;
+}
+
+/**
+ * Whether an audit row (its columns unqualified) repeats the answer whose audit values
+ * are `p(i)` ({@link AUDIT_COLUMNS} order, from 0): the same route, client, status,
+ * User-Agent and reason, `same` the store's null-safe equality (`IS` in SQLite, `IS NOT
+ * DISTINCT FROM` in PostgreSQL).
+ */
+export function repeatOfSql(p: (i: number) => string, same: string): string {
+  return `route = ${p(1)} AND client = ${p(2)} AND status = ${p(3)} AND user_agent ${same} ${p(5)} AND reason ${same} ${p(6)}`;
+}
+
+/**
+ * Count a served answer of an unauthenticated route in the machine's newest served row
+ * when that row is identical ({@link repeatOfSql}), so answers one after another are one
+ * row, and a boot after a signed fetch is a row of its own: the statement for both
+ * stores, given how each spells its placeholders for the audit values and its null-safe
+ * equality. It changes one row, or none (then the row is inserted).
+ */
+export function mergeRepeatSql(p: (i: number) => string, same: string): string {
+  return `UPDATE audit SET repeats = repeats + 1, last_at = ${p(4)} WHERE id = (${newestServedSql(p(0))}) AND ${repeatOfSql(p, same)}`;
 }
 
 /**

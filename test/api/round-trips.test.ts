@@ -60,11 +60,12 @@ if (url !== undefined) {
 
   describe('round trips per firmware request on PostgreSQL', () => {
     it('/ipxe: 2, also on a first boot; /ignition: 2', async () => {
-      // One read: the candidates, their profiles and status records (src/store/postgres.ts bootCandidates).
+      // One read: the candidates, their profiles and status records (src/store/postgres.ts
+      // bootCandidates, in a batch of reads, here of one).
       // One write: the status transition (checked against the record read), the audit row
       // (or the repeat counted in the newest one) and the trim, in a batch statement
       // (src/store/postgres-served.ts), here of one answer.
-      const ipxe = ['WITH ms AS (SELECT', 'WITH answers AS (SELECT'];
+      const ipxe = ['WITH terms AS (SELECT', 'WITH answers AS (SELECT'];
       const first = await statements('/ipxe?mac=52:54:00:32:00:01');
       assert.deepEqual(first.log, ipxe);
       const again = await statements('/ipxe?mac=52:54:00:32:00:01');
@@ -80,14 +81,22 @@ if (url !== undefined) {
       ]);
     });
 
-    it('/ignition of ten machines at once, their configs rendered before: 2 round trips in all, one read and one write for the ten', async () => {
+    it('/ipxe, then /ignition, of ten machines at once (configs rendered before): 2 round trips for the ten, one read and one write', async () => {
       const macs = Array.from({ length: 10 }, (_, i) => `52:54:00:32:01:${String(i).padStart(2, '0')}`);
-      const urls: URL[] = [];
       for (const [i, mac] of macs.entries()) {
         const payload = { apiVersion: API, kind: 'Machine', metadata: { name: `batch-${i}` }, spec: { selectors: { mac: [mac] }, cluster: 'prod', profile: 'ign' } };
         assert.equal((await svc.app.inject({ method: 'POST', url: '/v1/machines', headers: { authorization: `Bearer ${ADMIN}` }, payload })).statusCode, 201);
-        urls.push(new URL(/ignition\.config\.url=(\S+)/.exec((await statements(`/ipxe?mac=${mac}`)).body)![1]!));
       }
+      log.length = 0;
+      const scripts = await Promise.all(macs.map((mac) => svc.app.inject({ url: `/ipxe?mac=${mac}`, headers: { host: HOST } })));
+      assert.deepEqual(log, ['WITH terms AS (SELECT', 'WITH answers AS (SELECT']);
+      // Each script its own machine's.
+      const urls = scripts.map((r, i) => {
+        assert.equal(r.statusCode, 200);
+        const url = new URL(/ignition\.config\.url=(\S+)/.exec(r.body)![1]!);
+        assert.equal(url.searchParams.get('machine'), `batch-${i}`);
+        return url;
+      });
       const fetch = (u: URL) => svc.app.inject({ url: u.pathname + u.search, headers: { host: HOST, accept: 'application/vnd.coreos.ignition+json;version=3.4.0' } });
       // Rendered once (a URL may be fetched again here: first-fetch-wins is off), so that
       // no answer waits for a render worker and all ten reach the store in one turn.

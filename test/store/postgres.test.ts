@@ -211,6 +211,74 @@ if (url !== undefined) {
       }
     });
 
+    it('at 10,000 machines, the batch statements look every row up by index, on custom and generic plans', async () => {
+      const schema = `s${++n}`;
+      const store = await open(schema);
+      const client = new pg.Client({ connectionString: dbUrl });
+      await client.connect();
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be called with its client as `this`, and put back after
+      const query = pg.Client.prototype.query;
+      try {
+        await store.create('Cluster', { name: 'prod', spec: { name: 'prod', controlPlaneEndpoint: 'api.prod.example.com:6443', bootstrapToken: 'abcdef.0123456789abcdef' } });
+        await store.create('Profile', { name: 'worker', spec: { role: 'worker', kubernetesVersion: 'v1.33.2' } });
+        // As many requests at once as a storm brings (the planner weighs a batch's size: a
+        // join that looks 10 rows up by key may hash 100 and scan the table).
+        const macs = Array.from({ length: 100 }, (_, i) => `52:54:00:00:00:${i.toString(16).padStart(2, '0')}`);
+        for (const [i, mac] of macs.entries()) await store.create('Machine', { name: `node-${i}`, spec: { selectors: { mac: [mac], labels: {} }, cluster: 'prod', profile: 'worker', nodeLabels: {}, taints: [] } });
+        const served = { kind: 'served' as const, served: { revision: 1, sha256: 'ab'.repeat(32), format: 'ignition' as const } };
+        await Promise.all(macs.map((_m, i) => store.recordAudit({ machine: `node-${i}`, route: '/ipxe', client: '10.0.0.1', status: 200 }, {}, { kind: 'booting' })));
+        // 10,000 more machines as the service stores them (node-0's rows copied), each with
+        // a status, a claimed URL and two served rows; node-0 with 3,000 served rows more.
+        await client.query(`SET search_path TO ${schema}`);
+        for (const sql of [
+          "INSERT INTO resources SELECT kind, 'bulk-' || g, revision, cluster, profile FROM resources, generate_series(1, 10000) g WHERE kind = 'Machine' AND name = 'node-0'",
+          "INSERT INTO resource_revisions SELECT kind, 'bulk-' || g, revision, labels, spec, cluster_revision, profile_revision, created_at, updated_at FROM resource_revisions, generate_series(1, 10000) g WHERE kind = 'Machine' AND name = 'node-0'",
+          "INSERT INTO machine_selectors SELECT 'mac', 'bulk-mac-' || g, 'bulk-' || g FROM generate_series(1, 10000) g",
+          "INSERT INTO machine_status SELECT 'bulk-' || g, phase, since, record FROM machine_status, generate_series(1, 10000) g WHERE machine = 'node-0'",
+          "INSERT INTO claimed_urls SELECT 'url-bulk-' || g, 'bulk-' || g, 2000000000 FROM generate_series(1, 10000) g",
+          "INSERT INTO audit (machine, route, client, status, at, served_seq) SELECT 'bulk-' || g, r, '10.0.0.1', 200, '2026-12-07T00:00:00.000Z', 1 FROM generate_series(1, 10000) g, unnest(ARRAY['/ipxe', '/ignition']) r",
+          "INSERT INTO audit (machine, route, client, status, at, served_seq) SELECT 'node-0', '/ignition', '10.0.0.1', 200, '2026-12-07T00:00:00.000Z', g FROM generate_series(1, 3000) g",
+          'ANALYZE',
+        ])
+          await client.query(sql);
+        // The statements of a hundred requests at once, as the service sends them.
+        type Scalar = string | number | boolean | null;
+        const sent: { text: string; values: (Scalar | Scalar[])[] }[] = [];
+        pg.Client.prototype.query = function (this: pg.Client, ...args: Parameters<typeof query>) {
+          const q = args[0] as { text?: string; values?: unknown[] };
+          if (typeof q === 'object' && q.text?.startsWith('WITH')) sent.push({ text: q.text, values: (q.values ?? []) as (Scalar | Scalar[])[] });
+          return (query as (...args: unknown[]) => unknown).apply(this, args);
+        } as typeof query;
+        await Promise.all(macs.map((mac) => store.bootCandidates({ mac })));
+        await Promise.all(macs.map((_m, i) => store.fetchParts(`node-${i}`, `url-node-${i}`)));
+        await Promise.all(macs.map((_m, i) => store.recordAudit({ machine: `node-${i}`, route: '/ignition', client: '10.0.0.1', status: 200 }, { maxServedPerMachine: 1000 }, served, { key: `url-node-${i}`, expiresAt: 2_000_000_000 })));
+        pg.Client.prototype.query = query;
+        assert.deepEqual(
+          sent.map((q) => q.text.split(' ').slice(0, 2).join(' ')),
+          ['WITH terms', 'WITH fetches', 'WITH answers'],
+        );
+        // Parameters as SQL literals, for EXPLAIN EXECUTE of a prepared statement.
+        const element = (v: Scalar) => (v === null ? 'NULL' : `"${String(v).replace(/[\\"]/g, '\\$&')}"`);
+        const literal = (v: Scalar | Scalar[]) => (v === null ? 'NULL' : client.escapeLiteral(Array.isArray(v) ? `{${v.map(element).join(',')}}` : String(v)));
+        for (const [i, { text, values }] of sent.entries()) {
+          await client.query(`PREPARE batch_${i} AS ${text}`);
+          for (const mode of ['force_custom_plan', 'force_generic_plan']) {
+            await client.query(`SET plan_cache_mode = ${mode}`);
+            const plan = (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE batch_${i}(${values.map(literal).join(', ')})`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+            const what = `${text.split(' ').slice(0, 2).join(' ')}, ${mode}:\n${plan}`;
+            assert.doesNotMatch(plan, /Seq Scan on (resources|resource_revisions|machine_selectors|machine_status|claimed_urls|audit)\b/, what);
+            // audit: by number in audit_served, by id, or the newest row of a machine (LIMIT 1).
+            for (const line of plan.split('\n').filter((l) => /Scan.* on audit\b/.test(l))) assert.match(line, /using (audit_served|audit_pkey) on|Index Scan Backward using audit_machine on/, what);
+            for (const m of plan.matchAll(/using audit_served on audit\b.*\n\s*Index Cond: (.*)/g)) assert.match(m[1]!, /machine = .* AND .*served_seq/, what);
+          }
+        }
+      } finally {
+        pg.Client.prototype.query = query;
+        await client.end();
+        await store.close();
+      }
+    });
+
     it('migrations run once, also when two replicas start together', async () => {
       const schema = `s${++n}`;
       const [a, b] = await Promise.all([open(schema), open(schema)]);

@@ -732,6 +732,21 @@ export function storeSuite(name: string, makeStore: () => Promise<Store>, reopen
         assert.deepEqual(names(await store.bootCandidates({ mac: 'ff:ff:ff:ff:ff:ff' }, 'default')), [['default'], ['other']], 'the fallback alone');
         assert.deepEqual(names(await store.bootCandidates({ mac: 'ff:ff:ff:ff:ff:ff' }, 'gone')), [[], []], 'a fallback that does not exist');
         assert.deepEqual(names(await store.bootCandidates({})), [[], []]);
+        // At once (one batch of reads on PostgreSQL): each request its own candidates.
+        const atOnce = await Promise.all([
+          store.bootCandidates({ mac: 'aa:bb:cc:dd:ee:01' }),
+          store.bootCandidates({ mac: 'aa:bb:cc:dd:ee:02' }, 'default'),
+          store.bootCandidates({ mac: 'ff:ff:ff:ff:ff:ff' }, 'default'),
+          store.bootCandidates({ mac: 'ff:ff:ff:ff:ff:ff' }, 'gone'),
+          store.bootCandidates({ mac: 'aa:bb:cc:dd:ee:02', serial: 'none' }),
+        ]);
+        assert.deepEqual(atOnce.map(names), [
+          [['node-1'], ['worker']],
+          [['default', 'node-2'], ['other']],
+          [['default'], ['other']],
+          [[], []],
+          [['node-2'], ['other']],
+        ]);
         const candidates = await store.bootCandidates({ mac: 'aa:bb:cc:dd:ee:02' });
         assert.deepEqual([candidates.machines[0]!.revision, candidates.profiles.get('other')!.spec.kubernetesVersion], [1, 'v1.32.4']);
 
