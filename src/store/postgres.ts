@@ -139,6 +139,7 @@ const SEEN_STATUS_MAX = 20_000;
 const CURRENT_OF_KEY =
   'CROSS JOIN LATERAL (SELECT v.*, s.record AS status_record FROM resources r JOIN resource_revisions v ON v.kind = r.kind AND v.name = r.name AND v.revision = r.revision ' +
   "LEFT JOIN machine_status s ON r.kind = 'Machine' AND s.machine = r.name WHERE r.kind = k.kind AND r.name = k.name OFFSET 0) c";
+
 /** {@link PostgresStore} `seenStatus` of a machine known to have no status row. */
 const NO_STATUS = '';
 
