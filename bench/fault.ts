@@ -10,7 +10,8 @@ import { randomBytes } from 'node:crypto';
 import { postgresInventory } from './inventory.js';
 import { nameOf } from './machines.js';
 import { freePort } from './net.js';
-import { startProxy, type ProxyStats } from './proxy.js';
+import type { ProxyStats } from './proxy.js';
+import { startProxyProcess } from './proxy-process.js';
 import { type BenchServer, startServe, stopServe } from './serve.js';
 import { bootStorm, type StormRun } from './storm.js';
 
@@ -39,7 +40,7 @@ export async function faultBenchmark(n = 10_000): Promise<FaultFigures> {
     // The replicas' public URL is the proxy's, as behind a load balancer.
     const proxyPort = await freePort();
     for (let i = 0; i < 2; i++) servers.push(await startServe(await freePort(), { ...inventory.env, BOOTWRIGHT_URL_SIGNING_KEY: key, BOOTWRIGHT_PUBLIC_URL: `http://127.0.0.1:${proxyPort}` }));
-    const proxy = await startProxy(servers.map((s) => s.port), 1000, proxyPort);
+    const proxy = await startProxyProcess(servers.map((s) => s.port), 1000, proxyPort);
     let killedAt = 0;
     const victim = servers[0]!;
     process.stderr.write('  … fault storm\n');

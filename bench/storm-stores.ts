@@ -1,8 +1,8 @@
 /**
  * Boot storm on three setups, one run, so the ratios compare like with like: SQLite
  * with one process, PostgreSQL with one process, and PostgreSQL with two processes behind
- * a round-robin TCP proxy (bench/proxy.ts); and the same machines on matchbox, the peer
- * (bench/storm-matchbox.ts), when it is built. Each setup starts cold (fresh processes, so
+ * a round-robin TCP proxy in a process of its own (bench/proxy-process.ts); and the same
+ * machines on matchbox, the peer (bench/storm-matchbox.ts), when it is built. Each setup starts cold (fresh processes, so
  * empty render caches); the two PostgreSQL setups share one database filled once.
  */
 import { randomBytes } from 'node:crypto';
@@ -12,7 +12,7 @@ import { load } from 'js-yaml';
 import { type Inventory, postgresInventory, sqliteInventory } from './inventory.js';
 import { ipxeQuery } from './machines.js';
 import { freePort } from './net.js';
-import { startProxy } from './proxy.js';
+import { startProxyProcess } from './proxy-process.js';
 import { BENCH_TOKEN, type BenchServer, rss, startServe, stopServe } from './serve.js';
 import { referenceTool } from '../test/support/tools.js';
 import { type MatchboxStorm, matchboxStorm } from './storm-matchbox.js';
@@ -86,7 +86,7 @@ async function stormSetup(name: string, inventory: Inventory, count: number, n: 
   process.stderr.write(`  … storm: ${name}\n`);
   const proxyPort = count > 1 ? await freePort() : undefined;
   const servers = await replicas(inventory, count, proxyPort ? `http://127.0.0.1:${proxyPort}` : undefined);
-  const proxy = proxyPort ? await startProxy(servers.map((s) => s.port), 1000, proxyPort) : undefined;
+  const proxy = proxyPort ? await startProxyProcess(servers.map((s) => s.port), 1000, proxyPort) : undefined;
   try {
     const run = await bootStorm(proxy ? `http://127.0.0.1:${proxy.port}` : servers[0]!.base, range(n));
     const expositions = await Promise.all(servers.map(async (s) => (await fetch(`${s.base}/metrics`)).text()));
