@@ -35,7 +35,7 @@ export async function startProxyProcess(backends: number[], downMs = 1000, port 
   const stats: ProxyStats = { connections: 0, failovers: 0, dropped: 0 };
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const listening = await new Promise<number>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`the proxy process exited (${code}) before it listened`)));
+    child.once('exit', (code) => reject(new Error(`the proxy process exited (${String(code)}) before it listened`)));
     lines.on('line', (line) => {
       const m = /^listening (\d+)$/.exec(line);
       if (m) resolve(Number(m[1]));
