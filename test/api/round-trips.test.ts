@@ -7,9 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres.js';
-import { testDatabase } from '../support/postgres.js';
+import { testDatabase, watchQueries } from '../support/postgres.js';
 import { example } from '../support/requests.js';
 import { ADMIN, testService, type TestService } from '../support/server.js';
 
@@ -22,8 +21,7 @@ if (url !== undefined) {
   let store: PostgresStore;
   let svc: TestService;
   const log: string[] = [];
-  // eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be called with its client as `this`, and put back after
-  const query = pg.Client.prototype.query;
+  let unwatch: (() => void) | undefined;
 
   before(async () => {
     store = await openPostgresStore(databaseUrl);
@@ -38,14 +36,10 @@ if (url !== undefined) {
       assert.equal(res.statusCode, 201, res.body);
     }
     // Every query text the service sends, from here on.
-    pg.Client.prototype.query = function (this: pg.Client, ...args: Parameters<typeof query>) {
-      const q = args[0] as unknown;
-      log.push((typeof q === 'string' ? q : (q as { text: string }).text).replace(/\s+/g, ' ').split(' ').slice(0, 4).join(' '));
-      return (query as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof query;
+    unwatch = watchQueries((q) => log.push(q.text.replace(/\s+/g, ' ').split(' ').slice(0, 4).join(' ')));
   });
   after(async () => {
-    pg.Client.prototype.query = query;
+    unwatch?.();
     await svc.app.close();
     await store.close();
   });

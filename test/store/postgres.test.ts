@@ -15,7 +15,7 @@ import { openPostgresStore, PostgresStore } from '../../src/store/postgres.js';
 import { BATCH_SQL, batchParams } from '../../src/store/postgres-served.js';
 import { nextServedSeqSql, trimServedAuditSql } from '../../src/store/rows.js';
 import type { Store } from '../../src/store/store.js';
-import { createDatabase, dropDatabase, testDatabase } from '../support/postgres.js';
+import { createDatabase, dropDatabase, testDatabase, watchQueries } from '../support/postgres.js';
 import { storeSuite } from './suite.js';
 
 const url = await testDatabase('PostgreSQL store');
@@ -108,8 +108,7 @@ if (url !== undefined) {
       const b = await open(schema);
       const client = new pg.Client({ connectionString: dbUrl });
       await client.connect();
-      // eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be called with its client as `this`, and put back after
-      const query = pg.Client.prototype.query;
+      let unwatch: (() => void) | undefined;
       const log: string[] = [];
       try {
         const served = { kind: 'served' as const, served: { revision: 1, sha256: 'ab'.repeat(32), format: 'ignition' as const } };
@@ -122,16 +121,12 @@ if (url !== undefined) {
         assert.equal(await a.recordAudit(row('node-1', '/ipxe'), {}, { kind: 'booting' }), true);
         assert.equal(await b.recordAudit(row('node-1'), {}, served), true);
         for (const c of ['c', 'd']) await client.query(`INSERT INTO ${schema}.audit (machine, route, client, status, at) VALUES ('node-2', '/ignition', $1, 200, '2026-11-02T00:00:00.000Z')`, [c]);
-        pg.Client.prototype.query = function (this: pg.Client, ...args: Parameters<typeof query>) {
-          const q = args[0] as unknown;
-          log.push((typeof q === 'string' ? q : (q as { text: string }).text).split(' ').slice(0, 4).join(' '));
-          return (query as (...args: unknown[]) => unknown).apply(this, args);
-        } as typeof query;
+        unwatch = watchQueries((q) => log.push(q.text.split(' ').slice(0, 4).join(' ')));
         const machines = Array.from({ length: 12 }, (_, i) => `node-${i}`);
         const written = await Promise.all(
           machines.map((m) => (m === 'node-1' ? a.recordAudit(row(m, '/ipxe'), { maxServedPerMachine: 3 }, { kind: 'booting' }) : a.recordAudit(row(m), { maxServedPerMachine: 3 }, served, claim(m)))),
         );
-        pg.Client.prototype.query = query;
+        unwatch();
         assert.deepEqual(written, [false, ...Array.from({ length: 11 }, () => true)]);
         // The status records a had not seen, in one query; then one statement for all twelve;
         // then node-1 (its record read again) and node-2 (numbered in a transaction) alone.
@@ -150,7 +145,7 @@ if (url !== undefined) {
         ]);
         for (const m of machines.slice(3)) assert.deepEqual((await client.query(`SELECT served_seq FROM ${schema}.audit WHERE machine = $1`, [m])).rows, [{ served_seq: 1 }], m);
       } finally {
-        pg.Client.prototype.query = query;
+        unwatch?.();
         await client.end();
         await a.close();
         await b.close();
@@ -216,8 +211,7 @@ if (url !== undefined) {
       const store = await open(schema);
       const client = new pg.Client({ connectionString: dbUrl });
       await client.connect();
-      // eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be called with its client as `this`, and put back after
-      const query = pg.Client.prototype.query;
+      let unwatch: (() => void) | undefined;
       try {
         await store.create('Cluster', { name: 'prod', spec: { name: 'prod', controlPlaneEndpoint: 'api.prod.example.com:6443', bootstrapToken: 'abcdef.0123456789abcdef' } });
         await store.create('Profile', { name: 'worker', spec: { role: 'worker', kubernetesVersion: 'v1.33.2' } });
@@ -244,15 +238,13 @@ if (url !== undefined) {
         // The statements of a hundred requests at once, as the service sends them.
         type Scalar = string | number | boolean | null;
         const sent: { text: string; values: (Scalar | Scalar[])[] }[] = [];
-        pg.Client.prototype.query = function (this: pg.Client, ...args: Parameters<typeof query>) {
-          const q = args[0] as { text?: string; values?: unknown[] };
-          if (typeof q === 'object' && q.text?.startsWith('WITH')) sent.push({ text: q.text, values: (q.values ?? []) as (Scalar | Scalar[])[] });
-          return (query as (...args: unknown[]) => unknown).apply(this, args);
-        } as typeof query;
+        unwatch = watchQueries((q) => {
+          if (q.text.startsWith('WITH')) sent.push({ text: q.text, values: q.values as (Scalar | Scalar[])[] });
+        });
         await Promise.all(macs.map((mac) => store.bootCandidates({ mac })));
         await Promise.all(macs.map((_m, i) => store.fetchParts(`node-${i}`, `url-node-${i}`)));
         await Promise.all(macs.map((_m, i) => store.recordAudit({ machine: `node-${i}`, route: '/ignition', client: '10.0.0.1', status: 200 }, { maxServedPerMachine: 1000 }, served, { key: `url-node-${i}`, expiresAt: 2_000_000_000 })));
-        pg.Client.prototype.query = query;
+        unwatch();
         assert.deepEqual(
           sent.map((q) => q.text.split(' ').slice(0, 2).join(' ')),
           ['WITH terms', 'WITH fetches', 'WITH answers'],
@@ -273,7 +265,7 @@ if (url !== undefined) {
           }
         }
       } finally {
-        pg.Client.prototype.query = query;
+        unwatch?.();
         await client.end();
         await store.close();
       }

@@ -145,3 +145,30 @@ export function onBothStores(what: string, probe: (store: Store) => Promise<void
     });
   });
 }
+
+/** One query as node-postgres is asked to send it: its text and parameters. */
+export interface SentQuery {
+  text: string;
+  values: unknown[];
+}
+
+/**
+ * Watch every query any `pg.Client` sends (pools' clients included) until the returned
+ * function is called: `onQuery` sees each one's text and parameters before it is sent.
+ *
+ * @returns a function that puts node-postgres's `Client.prototype.query` back; call it
+ *   in a `finally` or an `after` hook.
+ */
+export function watchQueries(onQuery: (query: SentQuery) => void): () => void {
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be called with its client as `this`, and put back after
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: Parameters<typeof query>) {
+    const q = args[0] as unknown;
+    if (typeof q === 'string') onQuery({ text: q, values: Array.isArray(args[1]) ? (args[1] as unknown[]) : [] });
+    else onQuery({ text: (q as { text: string }).text, values: (q as { values?: unknown[] }).values ?? [] });
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof query;
+  return () => {
+    pg.Client.prototype.query = query;
+  };
+}
