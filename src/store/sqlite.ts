@@ -190,6 +190,9 @@ export class SqliteStore implements Store {
    */
   private readonly writes;
 
+  /** Reads of several statements a boot route makes, each one (deferred) read transaction, made once. */
+  private readonly reads;
+
   private batch: Batched[] = [];
   /** `findMachinesBy`'s statements, by number of selector entries. */
   private readonly findBy = new Map<number, Database.Statement<string[], RevisionRow>>();
@@ -323,6 +326,32 @@ export class SqliteStore implements Store {
         return toDiscovered(row);
       }),
       status: db.transaction((machine: string, event: StatusEvent): boolean => applyStatus(machine, event).accepted),
+    };
+    const read = <K extends ResourceKind>(kind: K, name: string): StoredResource<SpecOf<K>> => {
+      const row = s.get.get(kind, name);
+      if (!row) throw new NotFoundError(kind, name);
+      return toResource<SpecOf<K>>(row);
+    };
+    this.reads = {
+      bootCandidates: db.transaction((identity: MachineIdentity & { labels?: Record<string, string> }, fallback: string | undefined): BootCandidates => {
+        const machines = this.machinesBy(identity);
+        if (fallback !== undefined && !machines.some((m) => m.name === fallback)) {
+          const row = s.get.get('Machine', fallback);
+          if (row) machines.push(toResource<MachineSpec>(row));
+          machines.sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
+        }
+        const profiles = new Map<string, StoredResource<ProfileSpec>>();
+        for (const m of machines) {
+          const row = profiles.has(m.spec.profile) ? undefined : s.get.get('Profile', m.spec.profile);
+          if (row) profiles.set(row.name, toResource<ProfileSpec>(row));
+        }
+        return { machines, profiles };
+      }),
+      fetchParts: db.transaction((machine: string, claimKey: string | undefined): FetchParts => {
+        const m = read('Machine', machine);
+        const claimed = claimKey !== undefined && s.urlClaimed.get(claimKey, Math.floor(this.now().getTime() / 1000)) !== undefined;
+        return { machine: m, cluster: read('Cluster', m.spec.cluster), profile: read('Profile', m.spec.profile), claimed };
+      }),
     };
   }
 
@@ -523,57 +552,40 @@ export class SqliteStore implements Store {
 
   /** @inheritdoc */
   findMachinesBy(identity: MachineIdentity & { labels?: Record<string, string> }): Promise<StoredResource<MachineSpec>[]> {
-    return settle(() => {
-      const entries = identityEntries(identity);
-      if (entries.length === 0) return [];
-      // One statement per number of entries (at most four identities plus the query's
-      // labels, which maxQueryParameters bounds), prepared once: a boot storm asks this
-      // for every machine.
-      let statement = this.findBy.get(entries.length);
-      if (!statement) {
-        const sql =
-          `SELECT v.* ${CURRENT_JOIN} WHERE r.kind = 'Machine' AND r.name IN (SELECT machine FROM machine_selectors WHERE ` +
-          entries.map(() => '(selector = ? AND value = ?)').join(' OR ') +
-          ') ORDER BY r.name';
-        statement = this.db.prepare<string[], RevisionRow>(sql);
-        this.findBy.set(entries.length, statement);
-      }
-      const rows = statement.all(...entries.flatMap((e) => [e.selector, e.value]));
-      return rows.map((row) => toResource<MachineSpec>(row));
-    });
+    return settle(() => this.machinesBy(identity));
   }
 
-  /** @inheritdoc In-process reads: the candidates, then their profiles. */
-  async bootCandidates(identity: MachineIdentity & { labels?: Record<string, string> }, fallback?: string): Promise<BootCandidates> {
-    const machines = await this.findMachinesBy(identity);
-    return settle(() => {
-      if (fallback !== undefined && !machines.some((m) => m.name === fallback)) {
-        const row = this.statements.get.get('Machine', fallback);
-        if (row) machines.push(toResource<MachineSpec>(row));
-        machines.sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
-      }
-      const profiles = new Map<string, StoredResource<ProfileSpec>>();
-      for (const m of machines) {
-        const row = profiles.has(m.spec.profile) ? undefined : this.statements.get.get('Profile', m.spec.profile);
-        if (row) profiles.set(row.name, toResource<ProfileSpec>(row));
-      }
-      return { machines, profiles };
-    });
+  /** The machines any of `identity`'s selectors names (and labels), by name. */
+  private machinesBy(identity: MachineIdentity & { labels?: Record<string, string> }): StoredResource<MachineSpec>[] {
+    const entries = identityEntries(identity);
+    if (entries.length === 0) return [];
+    // One statement per number of entries (at most four identities plus the query's
+    // labels, which maxQueryParameters bounds), prepared once: a boot storm asks this
+    // for every machine.
+    let statement = this.findBy.get(entries.length);
+    if (!statement) {
+      const sql =
+        `SELECT v.* ${CURRENT_JOIN} WHERE r.kind = 'Machine' AND r.name IN (SELECT machine FROM machine_selectors WHERE ` +
+        entries.map(() => '(selector = ? AND value = ?)').join(' OR ') +
+        ') ORDER BY r.name';
+      statement = this.db.prepare<string[], RevisionRow>(sql);
+      this.findBy.set(entries.length, statement);
+    }
+    const rows = statement.all(...entries.flatMap((e) => [e.selector, e.value]));
+    return rows.map((row) => toResource<MachineSpec>(row));
   }
 
-  /** @inheritdoc In-process reads, one after another in one synchronous step (so from one state of the file). */
+  /** @inheritdoc In-process reads in one read transaction: the candidates, then their profiles. */
+  bootCandidates(identity: MachineIdentity & { labels?: Record<string, string> }, fallback?: string): Promise<BootCandidates> {
+    return settle(() => this.reads.bootCandidates(identity, fallback));
+  }
+
+  /**
+   * @inheritdoc In-process reads in one read transaction (one snapshot of the file, and
+   * its WAL read lock taken once rather than per statement).
+   */
   fetchParts(machine: string, claimKey?: string): Promise<FetchParts> {
-    return settle(() => {
-      const s = this.statements;
-      const read = <K extends ResourceKind>(kind: K, name: string): StoredResource<SpecOf<K>> => {
-        const row = s.get.get(kind, name);
-        if (!row) throw new NotFoundError(kind, name);
-        return toResource<SpecOf<K>>(row);
-      };
-      const m = read('Machine', machine);
-      const claimed = claimKey !== undefined && s.urlClaimed.get(claimKey, Math.floor(this.now().getTime() / 1000)) !== undefined;
-      return { machine: m, cluster: read('Cluster', m.spec.cluster), profile: read('Profile', m.spec.profile), claimed };
-    });
+    return settle(() => this.reads.fetchParts(machine, claimKey));
   }
 
   /** @inheritdoc */
