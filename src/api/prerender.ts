@@ -42,6 +42,8 @@ import type { ServiceContext } from './context.js';
 
 /** Ignition specs pre-rendered at most (configured plus asked for). */
 const MAX_VERSIONS = 4;
+/** Requested versions remembered as already pre-rendered, at most (the request's text: bounded, as a client sends any). */
+const MAX_NOTED = 64;
 /** Machines listed per page when queueing every registered machine. */
 const PAGE = 1000;
 /** How long a pre-render waits for requests' tasks to leave the pool's queue. */
@@ -64,6 +66,8 @@ export class Prerenderer {
   readonly stats: PrerenderStats = { rendered: 0, skipped: 0, failed: 0 };
   private readonly pending = new Set<string>();
   private readonly versions: string[];
+  /** Requested versions already among `versions` (at most {@link MAX_NOTED}; cleared when `versions` changes). */
+  private readonly noted = new Set<string>();
   private readonly configured: number;
   private running = 0;
   private closed = false;
@@ -130,11 +134,19 @@ export class Prerenderer {
 
   /** Note an Ignition spec a machine asked `/ignition` for, so later pre-renders render it too. */
   noteIgnitionVersion(requested: string | undefined): void {
-    const version = requested === undefined ? undefined : servedIgnitionVersion(requested);
-    if (version === undefined || this.versions.some((v) => servedIgnitionVersion(v) === version)) return;
+    // Every signed Ignition fetch asks this: the same Accept header again costs one lookup.
+    if (requested === undefined || this.noted.has(requested)) return;
+    const version = servedIgnitionVersion(requested);
+    if (version === undefined) return;
+    if (this.versions.some((v) => servedIgnitionVersion(v) === version)) {
+      if (this.noted.size < MAX_NOTED) this.noted.add(requested);
+      return;
+    }
     // The configured specs stay; the asked-for ones after them, most recent first.
     this.versions.splice(this.configured, 0, version);
     this.versions.length = Math.min(this.versions.length, Math.max(MAX_VERSIONS, this.configured));
+    // A spec pushed out may be asked for again: what was noted is noted afresh.
+    this.noted.clear();
   }
 
   /** A request just missed the cache (an assembly or a render on demand): pre-rendering pauses for `QUIET_MS` (100 ms). */

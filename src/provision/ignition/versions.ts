@@ -29,6 +29,9 @@ export function compareSpecs(a: IgnitionSpecVersion, b: IgnitionSpecVersion): nu
 
 const REQUESTED = /^(\d+)\.(\d+)(?:\.(\d+))?(-experimental)?$/;
 
+/** Each supported spec with its minor number, lowest first (every Ignition request asks {@link highestSpecAtMost}). */
+const SPEC_MINORS: readonly (readonly [IgnitionSpecVersion, number])[] = IGNITION_SPEC_VERSIONS.map((v) => [v, Number(v.split('.')[1])] as const);
+
 /**
  * The highest supported spec not above `requested` (DESIGN §4: Ignition sends the highest
  * spec it accepts, e.g. `version=3.4.0`, and gets that or lower).
@@ -49,8 +52,7 @@ export function highestSpecAtMost(requested: string): IgnitionSpecVersion | unde
   const patch = Number(m[3] ?? 0);
   const experimental = m[4] !== undefined;
   let best: IgnitionSpecVersion | undefined;
-  for (const v of IGNITION_SPEC_VERSIONS) {
-    const vMinor = Number(v.split('.')[1]);
+  for (const [v, vMinor] of SPEC_MINORS) {
     // Every supported spec is 3.N.0: it is at most the request when its minor is lower,
     // or equal and the request is not an experimental (pre-release) of that same x.y.0.
     if (vMinor < minor || (vMinor === minor && !(experimental && patch === 0))) best = v;
