@@ -13,8 +13,8 @@ import { fileURLToPath } from 'node:url';
  * (`dist/cli.js`, the container image's command), not the TypeScript sources under tsx.
  * On Node.js 24 a cold storm under tsx took 3–11 % longer than the same code built
  * (three alternating pairs, 10,000 machines: 9.4–9.7 s against 8.5–9.2 s; `/ignition`
- * p99 272–319 ms against 220–296 ms; bench/README.md, stop 26). `npm run bench` builds
- * first.
+ * p99 272–319 ms against 220–296 ms; bench/README.md, the runs of 2026-12-03
+ * 06:00–06:40 UTC on commit f95a1fa). `npm run bench` builds first.
  *
  * @throws Error when `dist/cli.js` is missing (run `npm run build`)
  */
