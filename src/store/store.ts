@@ -305,7 +305,8 @@ export interface Store {
 
   /**
    * What a signed fetch of a machine's bootstrap data reads, in one query where the
-   * store is networked (issue 32): the machine, its cluster and its profile at their
+   * store is networked (issue 32), in one read transaction where it is a file: the
+   * machine, its cluster and its profile at their
    * current revisions, read together, and whether the URL `claimKey` names is claimed
    * (first fetch wins, issue 16: an unexpired claim, written by {@link recordAudit}; a
    * read, which lets a replay be refused before anything is rendered or counted; false
