@@ -37,10 +37,10 @@ const settled = async (svc: TestService) => {
   assert.fail('pre-rendering did not finish');
 };
 /** A machine's first /ignition fetch, as its firmware and Ignition make it. */
-const boot = async (svc: TestService, mac: string) => {
+const boot = async (svc: TestService, mac: string, accept = IGNITION_ACCEPT) => {
   const script = (await svc.app.inject({ url: `/ipxe?mac=${mac}` })).body;
   const url = new URL(/ignition\.config\.url=(\S+)/.exec(script)![1]!);
-  return svc.app.inject({ url: `${url.pathname}${url.search}`, headers: { accept: IGNITION_ACCEPT } });
+  return svc.app.inject({ url: `${url.pathname}${url.search}`, headers: { accept } });
 };
 const inventory = async (svc: TestService, machines: number) => {
   await write(svc, 'POST', '/v1/clusters', 'Cluster', 'prod', CLUSTER);
@@ -85,6 +85,35 @@ describe('pre-rendering', () => {
       await svc.app.close();
       await plain.app.close();
       await store.close();
+    }
+  });
+
+  it('renders ahead the Ignition specs machines asked for, not only the configured one', async () => {
+    const svc = await testService({ publicUrl: PUBLIC_URL, firstFetchWins: false });
+    // What an Ignition that accepts spec 3.5.0 sends (the configured default is 3.4.0).
+    const accept35 = 'application/vnd.coreos.ignition+json;version=3.5.0, */*;q=0.1';
+    try {
+      await inventory(svc, 1);
+      await settled(svc);
+      // m0 asks for 3.5.0 before anything was rendered in that spec: a miss, and noted.
+      // Its second fetch notes the same header again (no second entry, nothing changes).
+      let misses = await metric(svc, 'bootwright_render_cache_misses_total');
+      for (const expectMiss of [true, false]) {
+        const r = await boot(svc, '52-54-00-00-00-00', accept35);
+        assert.equal(r.statusCode, 200, r.body);
+        assert.equal((JSON.parse(r.body) as { ignition: { version: string } }).ignition.version, '3.5.0');
+        assert.equal(await metric(svc, 'bootwright_render_cache_misses_total'), misses + (expectMiss ? 1 : 0));
+        misses = await metric(svc, 'bootwright_render_cache_misses_total');
+      }
+      // A machine written afterwards is pre-rendered in both specs: its first boots in
+      // either are cache hits.
+      await write(svc, 'POST', '/v1/machines', 'Machine', 'm1', { selectors: { mac: ['52:54:00:00:00:11'] }, cluster: 'prod', profile: 'worker' });
+      await settled(svc);
+      const before = await metric(svc, 'bootwright_render_cache_misses_total');
+      for (const accept of [accept35, IGNITION_ACCEPT]) assert.equal((await boot(svc, '52-54-00-00-00-11', accept)).statusCode, 200);
+      assert.equal(await metric(svc, 'bootwright_render_cache_misses_total'), before, 'a first boot rendered on demand');
+    } finally {
+      await svc.app.close();
     }
   });
 
