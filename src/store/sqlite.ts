@@ -327,11 +327,6 @@ export class SqliteStore implements Store {
       }),
       status: db.transaction((machine: string, event: StatusEvent): boolean => applyStatus(machine, event).accepted),
     };
-    const read = <K extends ResourceKind>(kind: K, name: string): StoredResource<SpecOf<K>> => {
-      const row = s.get.get(kind, name);
-      if (!row) throw new NotFoundError(kind, name);
-      return toResource<SpecOf<K>>(row);
-    };
     this.reads = {
       bootCandidates: db.transaction((identity: MachineIdentity & { labels?: Record<string, string> }, fallback: string | undefined): BootCandidates => {
         const machines = this.machinesBy(identity);
@@ -348,9 +343,9 @@ export class SqliteStore implements Store {
         return { machines, profiles };
       }),
       fetchParts: db.transaction((machine: string, claimKey: string | undefined): FetchParts => {
-        const m = read('Machine', machine);
+        const m = this.getOrThrow('Machine', machine);
         const claimed = claimKey !== undefined && s.urlClaimed.get(claimKey, Math.floor(this.now().getTime() / 1000)) !== undefined;
-        return { machine: m, cluster: read('Cluster', m.spec.cluster), profile: read('Profile', m.spec.profile), claimed };
+        return { machine: m, cluster: this.getOrThrow('Cluster', m.spec.cluster), profile: this.getOrThrow('Profile', m.spec.profile), claimed };
       }),
     };
   }

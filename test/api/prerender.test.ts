@@ -96,7 +96,7 @@ describe('pre-rendering', () => {
       await inventory(svc, 1);
       await settled(svc);
       // m0 asks for 3.5.0 before anything was rendered in that spec: a miss, and noted.
-      // Its second fetch notes the same header again (no second entry, nothing changes).
+      // Its second fetch, the same Accept header again, is a hit.
       let misses = await metric(svc, 'bootwright_render_cache_misses_total');
       for (const expectMiss of [true, false]) {
         const r = await boot(svc, '52-54-00-00-00-00', accept35);
