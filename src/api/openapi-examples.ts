@@ -8,11 +8,9 @@
  * The files ship with the package (package.json `files`). A copy without them gets a
  * document without examples, never an error.
  */
-import { RULES_VERSION } from '../rules.js';
-import { readFileSync } from 'node:fs';
-import { load } from 'js-yaml';
-import { jsonSafeSpec, toReadDocument, WRITE_DOCUMENTS } from '../store/documents.js';
-import { RESOURCE_API_VERSION, type ResourceKind, type StoredResource } from '../store/resources.js';
+import { toReadDocument } from '../store/documents.js';
+import { EXAMPLE_STORED_AT as AT, exampleFile as file, storedExample } from '../store/examples.js';
+import { RESOURCE_API_VERSION, type ResourceKind } from '../store/resources.js';
 import { problem } from './problems.js';
 
 /** The example files, relative to the package root, for each kind. */
@@ -21,18 +19,6 @@ const FILES: Record<ResourceKind, string> = {
   Profile: 'examples/inventory/flatcar/profile.yaml',
   Machine: 'examples/inventory/flatcar/machine.yaml',
 };
-
-/** The instant the examples were "stored" at (fixed: the document must not change between runs). */
-const AT = '2026-01-01T00:00:00.000Z';
-
-/** A repository file parsed as YAML, or undefined when the file is absent. */
-function file(path: string): unknown {
-  try {
-    return load(readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8'));
-  } catch {
-    return undefined;
-  }
-}
 
 /** Examples by operationId: the request body, and the body of each status. */
 export interface OperationExamples {
@@ -49,26 +35,14 @@ export function operationExamples(): Record<string, OperationExamples> {
   const out: Record<string, OperationExamples> = {};
   const notFound = problem('not-found', 404, 'Machine "rack1-n9" does not exist');
   for (const kind of Object.keys(FILES) as ResourceKind[]) {
-    const written = file(FILES[kind]);
-    const parsed = WRITE_DOCUMENTS[kind].safeParse(written);
-    if (!parsed.success) continue;
-    const { metadata, spec } = parsed.data as { metadata: { name: string; labels?: Record<string, string> }; spec: unknown };
-    const stored: StoredResource = {
-      kind,
-      name: metadata.name,
-      labels: metadata.labels ?? {},
-      revision: 1,
-      spec: jsonSafeSpec(kind, spec),
-      ...(kind === 'Machine' ? { refs: { clusterRevision: 1, profileRevision: 1 } } : {}),
-      rules: RULES_VERSION,
-      createdAt: AT,
-      updatedAt: AT,
-    };
+    const example = storedExample(kind, FILES[kind]);
+    if (!example) continue;
+    const { written, stored } = example;
     const read = toReadDocument(stored);
     const list = { apiVersion: RESOURCE_API_VERSION, kind: `${kind}List`, metadata: {}, items: [read] };
     const invalid = problem('invalid-request', 422, 'the request is not valid', [{ path: 'spec.cluster', message: 'cluster "nowhere" does not exist' }]);
     out[`create${kind}`] = { request: written, responses: { 201: read, 422: invalid } };
-    out[`replace${kind}`] = { request: written, responses: { 200: read, 412: problem('precondition-failed', 412, `If-Match does not name the current revision: ${kind} "${metadata.name}" is at revision 2, not 1; read it again and retry`) } };
+    out[`replace${kind}`] = { request: written, responses: { 200: read, 412: problem('precondition-failed', 412, `If-Match does not name the current revision: ${kind} "${stored.name}" is at revision 2, not 1; read it again and retry`) } };
     out[`get${kind}`] = { responses: { 200: read, 404: notFound } };
     out[`list${kind}s`] = { responses: { 200: list } };
     out[`list${kind}Revisions`] = { responses: { 200: { apiVersion: RESOURCE_API_VERSION, kind: `${kind}RevisionList`, items: [read] } } };

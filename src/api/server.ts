@@ -51,6 +51,7 @@ import { cameInPlain, PLAIN_ROUTES } from './plain.js';
 import { ANY_HOST_ROUTES, hostAllowed } from './hosts.js';
 import { withExamples } from './openapi-examples.js';
 import { RenderOverloadedError, RenderPool, RenderTimeoutError } from '../work/pool.js';
+import { warmUpTasks } from '../work/warmup.js';
 import { REPORT_PATH } from '../boot/sign.js';
 
 declare module 'fastify' {
@@ -362,8 +363,13 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   // A listening service loads the render pipeline into its workers up front; routes
   // injected in tests start them on their first miss.
   app.addHook('onListen', (done) => {
-    // /readyz answers 503 until the threads have loaded (RenderPool.starting).
-    void pool.warm();
+    // /readyz answers 503 until the threads have loaded and warmed up (RenderPool.starting).
+    const rounds = config.renderWarmupRounds;
+    const warmUp = rounds > 0 ? { tasks: warmUpTasks(config.prerenderIgnitionVersions.split(','), config.publicUrl), rounds } : undefined;
+    const t0 = performance.now();
+    void pool.warm(warmUp).then(() => {
+      if (warmUp) app.log.info({ ...pool.warmedUp, ms: Math.round(performance.now() - t0) }, 'render pipeline warmed up (BOOTWRIGHT_RENDER_WARMUP_ROUNDS)');
+    });
     // Every registered machine's data into the cache before its first boot (in the background).
     void prerender.enqueueAll();
     done();

@@ -38,7 +38,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Piscina } from 'piscina';
 import { rebuildError, runTask, type Task, type TaskFailure, type TaskValue } from './task.js';
-import type { Envelope, Ping } from './worker.js';
+import type { Envelope, Ping, WarmedUp } from './worker.js';
+import { type WarmUp, warmUpRound } from './warmup.js';
 
 /**
  * Tasks a worker holds at once (one runs, the others wait in its message port): enough
@@ -56,6 +57,15 @@ export const TASKS_PER_WORKER = 16;
 const WARM_MS = 60_000;
 /** Pause before the next round of pings when a round found no thread newly loaded (a thread still loading gets none, so the loaded ones would be pinged in a tight loop). */
 const WARM_RETRY_MS = 20;
+
+/** Run a warm-up on this thread, one round per turn of the event loop; resolves with the rounds run to the end. */
+async function warmUpHere(warmUp: WarmUp): Promise<number> {
+  for (let round = 0; round < warmUp.rounds; round++) {
+    if (!warmUpRound(warmUp, round)) return round;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return warmUp.rounds;
+}
 
 /** The main thread's event-loop utilisation (0–1) above which small tasks are pooled too. */
 export const BUSY_UTILIZATION = 0.5;
@@ -113,7 +123,9 @@ const isFailure = (v: unknown): v is TaskFailure => typeof v === 'object' && v !
 /** The pool; see the module comment. */
 export class RenderPool {
   readonly stats: RenderPoolStats = { inline: 0, pooled: 0, shed: 0, timedOut: 0 };
-  private piscina: Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | number> | undefined;
+  /** What {@link warm}'s warm-up ran: the threads that ran it (the calling thread counted), and their rounds run to the end, summed. */
+  readonly warmedUp = { threads: 0, rounds: 0 };
+  private piscina: Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | number | WarmedUp> | undefined;
   private closed = false;
   private warming = false;
   /** Tasks handed to the workers and not yet settled. */
@@ -152,21 +164,18 @@ export class RenderPool {
    * pipeline, at most {@link WARM_MS}: a thread answers a ping (with its id) only once it
    * has imported the worker module, and pings go to the least busy thread, so one ping
    * per thread not yet heard from, round after round, reaches each (a module that fails
-   * to load rejects it). No-op without workers. Never rejects (a failure to start shows
-   * on the first task).
+   * to load rejects it). Then, given a warm-up (src/work/warmup.ts), every thread runs
+   * it: each worker one ping carrying it, and the calling thread too when it renders
+   * small tasks inline, one round per turn of its event loop (it answers requests
+   * between rounds). No-op without workers, but for the calling thread's warm-up. Never
+   * rejects (a failure to start shows on the first task).
    */
-  async warm(): Promise<void> {
-    if (this.options.workers === 0 || this.closed) return;
-    const pool = this.threads();
+  async warm(warmUp?: WarmUp): Promise<void> {
+    if (this.closed) return;
     this.warming = true;
-    const until = Date.now() + WARM_MS;
     try {
-      while (this.loaded.size < this.options.workers && Date.now() < until) {
-        const answers = await Promise.all(Array.from({ length: this.options.workers - this.loaded.size }, () => pool.run({ ping: true })));
-        const before = this.loaded.size;
-        for (const thread of answers) if (typeof thread === 'number') this.loaded.add(thread);
-        if (this.loaded.size === before) await sleep(WARM_RETRY_MS);
-      }
+      const here = warmUp && (this.options.workers === 0 || this.options.inlineBytes > 0) ? warmUpHere(warmUp) : undefined;
+      await Promise.all([this.loadThreads(warmUp), here?.then((rounds) => this.noteWarmedUp(rounds))]);
     } catch {
       // reported by the tasks that follow
     } finally {
@@ -174,14 +183,35 @@ export class RenderPool {
     }
   }
 
+  /** Ping the workers until each has loaded the pipeline (at most {@link WARM_MS}), then hand each the warm-up. */
+  private async loadThreads(warmUp: WarmUp | undefined): Promise<void> {
+    if (this.options.workers === 0) return;
+    const pool = this.threads();
+    const until = Date.now() + WARM_MS;
+    while (this.loaded.size < this.options.workers && Date.now() < until) {
+      const answers = await Promise.all(Array.from({ length: this.options.workers - this.loaded.size }, () => pool.run({ ping: true })));
+      const before = this.loaded.size;
+      for (const thread of answers) if (typeof thread === 'number') this.loaded.add(thread);
+      if (this.loaded.size === before) await sleep(WARM_RETRY_MS);
+    }
+    if (!warmUp || warmUp.rounds === 0 || warmUp.tasks.length === 0) return;
+    const answers = await Promise.all(Array.from({ length: this.options.workers }, () => pool.run({ ping: true, warmUp })));
+    for (const answer of answers) if (typeof answer === 'object' && 'rounds' in answer) this.noteWarmedUp(answer.rounds);
+  }
+
+  private noteWarmedUp(rounds: number): void {
+    this.warmedUp.threads++;
+    this.warmedUp.rounds += rounds;
+  }
+
   /** Whether {@link warm} is still waiting for the threads to load (the service answers /readyz 503 meanwhile). */
   get starting(): boolean {
     return this.warming;
   }
 
-  private threads(): Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | number> {
+  private threads(): Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | number | WarmedUp> {
     if (this.piscina) return this.piscina;
-    const pool = new Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | number>({
+    const pool = new Piscina<Envelope | Ping, TaskValue<Task> | TaskFailure | number | WarmedUp>({
       filename: (this.options.filename ?? WORKER_MODULE).href,
       minThreads: this.options.workers,
       maxThreads: this.options.workers,
@@ -231,7 +261,7 @@ export class RenderPool {
     // [0]: when the task started (ms since the epoch, 0 while waiting); [1]: the thread running it.
     const started = new BigInt64Array(new SharedArrayBuffer(16));
     const timer = this.deadline(started);
-    let value: TaskValue<Task> | TaskFailure | number;
+    let value: TaskValue<Task> | TaskFailure | number | WarmedUp;
     try {
       value = await pool.run({ task, started });
     } catch (e) {

@@ -7,6 +7,7 @@
  */
 import { threadId } from 'node:worker_threads';
 import { failure, runTask, type Task, type TaskFailure, type TaskValue } from './task.js';
+import { type WarmUp, warmUpThread } from './warmup.js';
 
 /** A task as the pool hands it over: with the cells the worker marks it started in ({@link markStarted}). */
 export interface Envelope {
@@ -19,9 +20,14 @@ export interface Envelope {
   started: BigInt64Array;
 }
 
-/** What the pool sends a thread to learn it has loaded this module (and so the render pipeline), and which thread it is. */
+/**
+ * What the pool sends a thread to learn it has loaded this module (and so the render
+ * pipeline), and which thread it is; with `warmUp`, the thread first runs that warm-up
+ * (src/work/warmup.ts).
+ */
 export interface Ping {
   ping: true;
+  warmUp?: WarmUp;
 }
 
 /** Write this thread's id and the instant now into a task's `started` cells (the pool times and, past its time, terminates from them). */
@@ -30,12 +36,19 @@ export function markStarted(started: BigInt64Array): void {
   Atomics.store(started, 0, BigInt(Date.now()));
 }
 
+/** What a thread answers a {@link Ping} carrying a warm-up: its id, and the rounds it ran to the end. */
+export interface WarmedUp {
+  thread: number;
+  rounds: number;
+}
+
 /**
  * Run one task (src/work/task.ts `runTask`); a failure is returned, not thrown. A
- * {@link Ping} is answered with this thread's id: it has loaded the pipeline.
+ * {@link Ping} is answered with this thread's id: it has loaded the pipeline; one
+ * carrying a warm-up, once the thread has run it ({@link WarmedUp}).
  */
-export default function work(envelope: Envelope | Ping): TaskValue<Task> | TaskFailure | number {
-  if ('ping' in envelope) return threadId;
+export default function work(envelope: Envelope | Ping): TaskValue<Task> | TaskFailure | number | WarmedUp {
+  if ('ping' in envelope) return envelope.warmUp ? { thread: threadId, rounds: warmUpThread(envelope.warmUp) } : threadId;
   const { task, started } = envelope;
   markStarted(started);
   try {
