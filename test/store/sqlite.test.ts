@@ -87,6 +87,52 @@ describe('SQLite batched boot-route writes', () => {
   });
 });
 
+describe('SQLite signed-fetch reads, remembered while unchanged', () => {
+  const spec = (nodeName: string) => ({ selectors: { mac: ['aa:bb:cc:dd:ee:01'], labels: {} }, cluster: 'prod', profile: 'worker', nodeName, nodeLabels: {}, taints: [] }) as unknown as MachineSpec;
+  const inventory = async (store: Store) => {
+    await store.create('Cluster', { name: 'prod', spec: { name: 'prod', controlPlaneEndpoint: 'api.prod.example.com:6443', bootstrapToken: 'abcdef.0123456789abcdef' } });
+    await store.create('Profile', { name: 'worker', spec: { role: 'worker', kubernetesVersion: 'v1.33.2' } });
+    await store.create('Machine', { name: 'node-1', spec: spec('n1') });
+  };
+  const seen = async (store: Store) => {
+    const p = await store.fetchParts('node-1');
+    return [p.machine.revision, p.machine.spec.nodeName, p.profile.revision, p.profile.spec.kubernetesVersion];
+  };
+
+  it("serves a repeated fetch the parts it read, frozen; a write of its own, a dry run's or another connection's is read anew", async () => {
+    const path = newPath();
+    const store = await openSqliteStore(path);
+    const other = await openSqliteStore(path);
+    try {
+      await inventory(store);
+      const first = await store.fetchParts('node-1');
+      const again = await store.fetchParts('node-1');
+      assert.equal(again.machine, first.machine, 'the same objects: nothing read again');
+      assert.equal(again.profile, first.profile);
+      assert.ok(Object.isFrozen(first.machine.spec.selectors.mac) && Object.isFrozen(first.cluster.spec), 'frozen, deeply');
+      assert.throws(() => {
+        (first.machine.spec as { nodeName?: string }).nodeName = 'changed';
+      }, TypeError);
+      // The claim is read at every fetch, remembered parts or not.
+      await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 200 }, {}, undefined, { key: 'url-a', expiresAt: 4_000_000_000 });
+      assert.equal((await store.fetchParts('node-1', 'url-a')).claimed, true);
+      assert.equal((await store.fetchParts('node-1', 'url-a')).machine, first.machine);
+      await store.replace('Profile', { name: 'worker', spec: { role: 'worker', kubernetesVersion: 'v1.34.1' } });
+      assert.deepEqual(await seen(store), [1, 'n1', 2, 'v1.34.1']);
+      await store.replace('Machine', { name: 'node-1', spec: spec('n1-dry') }, { dryRun: true });
+      assert.deepEqual(await seen(store), [1, 'n1', 2, 'v1.34.1'], 'a dry run changes nothing');
+      // Another connection to the file (another process, say), seen by PRAGMA data_version.
+      await other.replace('Machine', { name: 'node-1', spec: spec('n1-other') });
+      assert.deepEqual(await seen(store), [2, 'n1-other', 2, 'v1.34.1']);
+      await store.delete('Machine', 'node-1');
+      await assert.rejects(store.fetchParts('node-1'), (e: Error) => e.name === 'NotFoundError');
+    } finally {
+      await other.close();
+      await store.close();
+    }
+  });
+});
+
 describe('SQLite store specifics', () => {
   it('creates the file mode 0600 in WAL mode, and migrations run once', async () => {
     const path = newPath();
