@@ -13,6 +13,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { ResourceKind, StoredResource } from './resources.js';
+import type { SpecOf } from './store.js';
 
 /** Freeze a JSON value and everything in it. */
 function deepFreeze<T>(value: T): T {
@@ -41,8 +42,8 @@ export class ResourceMemo {
   }
 
   /** The resource remembered, or undefined. */
-  get<R extends StoredResource>(kind: ResourceKind, name: string): R | undefined {
-    return this.entries.get(`${kind}\0${name}`) as R | undefined;
+  get<K extends ResourceKind>(kind: K, name: string): StoredResource<SpecOf<K>> | undefined {
+    return this.entries.get(`${kind}\0${name}`) as StoredResource<SpecOf<K>> | undefined;
   }
 
   /**

@@ -18,7 +18,7 @@ import { commitUnlessDryRun, dryRunAnswer } from './dry-run.js';
 import { AlreadyExistsError, DiscoveredNotFoundError, DuplicateSelectorError, type MissingReference, MissingReferenceError, NotFoundError, PreconditionFailedError, ReferencedError } from './errors.js';
 import { discoveredKey, hardwareEntries, identityEntries, type SelectorEntry, selectorEntries } from './identity.js';
 import { ResourceMemo } from './resource-memo.js';
-import type { ClusterSpec, MachineSpec, ProfileSpec, ResourceKind, StoredResource } from './resources.js';
+import type { MachineSpec, ProfileSpec, ResourceKind, StoredResource } from './resources.js';
 import {
   AUDIT_COLUMNS,
   AUDIT_READ_COLUMNS,
@@ -620,9 +620,9 @@ export class SqliteStore implements Store {
       // Remembered parts, while no resource has changed since they were read: then the
       // only read is the claim's (one statement, no transaction).
       this.fetched.at(`${this.statements.dataVersion.get()!}:${this.resourceWrites}`);
-      const m = this.fetched.get<StoredResource<MachineSpec>>('Machine', machine);
-      const cluster = m && this.fetched.get<StoredResource<ClusterSpec>>('Cluster', m.spec.cluster);
-      const profile = m && this.fetched.get<StoredResource<ProfileSpec>>('Profile', m.spec.profile);
+      const m = this.fetched.get('Machine', machine);
+      const cluster = m && this.fetched.get('Cluster', m.spec.cluster);
+      const profile = m && this.fetched.get('Profile', m.spec.profile);
       if (m && cluster && profile) return { machine: m, cluster, profile, claimed: this.claimed(claimKey) };
       return this.reads.fetchParts(machine, claimKey);
     });
