@@ -357,8 +357,8 @@ export class SqliteStore implements Store {
         }
         const profiles = new Map<string, StoredResource<ProfileSpec>>();
         for (const m of machines) {
-          const row = profiles.has(m.spec.profile) ? undefined : s.get.get('Profile', m.spec.profile);
-          if (row) profiles.set(row.name, toResource<ProfileSpec>(row));
+          const profile = profiles.has(m.spec.profile) ? undefined : this.remembered('Profile', m.spec.profile);
+          if (profile) profiles.set(profile.name, profile);
         }
         return { machines, profiles };
       }),
@@ -446,13 +446,31 @@ export class SqliteStore implements Store {
     return this.db.prepare<string[], DiscoveredRow>(`SELECT * FROM discovered WHERE ${terms.join(' OR ')} LIMIT ${MAX_LIST_LIMIT}`).all(...params);
   }
 
-  /** A resource for a signed fetch, read (inside its read transaction) and remembered in {@link fetched}. */
-  private fetchedOrThrow<K extends ResourceKind>(kind: K, name: string): StoredResource<SpecOf<K>> {
+  /**
+   * A current resource for a firmware request, as remembered in {@link fetched}, else read
+   * and remembered (inside the request's read transaction, once `fetched.at` has been
+   * given the version); undefined when it does not exist.
+   */
+  private remembered<K extends ResourceKind>(kind: K, name: string): StoredResource<SpecOf<K>> | undefined {
+    const known = this.fetched.get(kind, name);
+    if (known) return known;
     const row = this.statements.get.get(kind, name);
-    if (!row) throw new NotFoundError(kind, name);
+    if (!row) return undefined;
     const resource = toResource<SpecOf<K>>(row);
     this.fetched.set(resource, row.spec.length + row.labels.length + ROW_OVERHEAD_BYTES);
     return resource;
+  }
+
+  /** {@link remembered}, or NotFoundError. */
+  private fetchedOrThrow<K extends ResourceKind>(kind: K, name: string): StoredResource<SpecOf<K>> {
+    const resource = this.remembered(kind, name);
+    if (!resource) throw new NotFoundError(kind, name);
+    return resource;
+  }
+
+  /** Give {@link fetched} the version of the file now: what it remembers is forgotten if a resource may have changed since. */
+  private fetchedNow(): void {
+    this.fetched.at(`${this.statements.dataVersion.get()!}:${this.resourceWrites}`);
   }
 
   /** Whether the URL `claimKey` names is claimed, unexpired (false without a key). */
@@ -608,7 +626,10 @@ export class SqliteStore implements Store {
 
   /** @inheritdoc In-process reads in one read transaction: the candidates, then their profiles. */
   bootCandidates(identity: MachineIdentity & { labels?: Record<string, string> }, fallback?: string): Promise<BootCandidates> {
-    return settle(() => this.reads.bootCandidates(identity, fallback));
+    return settle(() => {
+      this.fetchedNow();
+      return this.reads.bootCandidates(identity, fallback);
+    });
   }
 
   /**
@@ -619,7 +640,7 @@ export class SqliteStore implements Store {
     return settle(() => {
       // Remembered parts, while no resource has changed since they were read: then the
       // only read is the claim's (one statement, no transaction).
-      this.fetched.at(`${this.statements.dataVersion.get()!}:${this.resourceWrites}`);
+      this.fetchedNow();
       const m = this.fetched.get('Machine', machine);
       const cluster = m && this.fetched.get('Cluster', m.spec.cluster);
       const profile = m && this.fetched.get('Profile', m.spec.profile);

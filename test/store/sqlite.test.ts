@@ -117,7 +117,10 @@ describe('SQLite signed-fetch reads, remembered while unchanged', () => {
       await store.recordAudit({ machine: 'node-1', route: '/ignition', client: '10.0.0.1', status: 200 }, {}, undefined, { key: 'url-a', expiresAt: 4_000_000_000 });
       assert.equal((await store.fetchParts('node-1', 'url-a')).claimed, true);
       assert.equal((await store.fetchParts('node-1', 'url-a')).machine, first.machine);
+      // /ipxe's lookup shares what is remembered: the same profile object.
+      assert.equal((await store.bootCandidates({ mac: 'aa:bb:cc:dd:ee:01' })).profiles.get('worker'), first.profile);
       await store.replace('Profile', { name: 'worker', spec: { role: 'worker', kubernetesVersion: 'v1.34.1' } });
+      assert.equal((await store.bootCandidates({ mac: 'aa:bb:cc:dd:ee:01' })).profiles.get('worker')!.spec.kubernetesVersion, 'v1.34.1');
       assert.deepEqual(await seen(store), [1, 'n1', 2, 'v1.34.1']);
       await store.replace('Machine', { name: 'node-1', spec: spec('n1-dry') }, { dryRun: true });
       assert.deepEqual(await seen(store), [1, 'n1', 2, 'v1.34.1'], 'a dry run changes nothing');
