@@ -81,8 +81,8 @@ export const configSchema = z.strictObject({
   /**
    * Rounds of the start-up warm-up (src/work/warmup.ts): before /readyz answers 200,
    * each render thread assembles and renders the example machines this many times, so
-   * the first boots after a start meet compiled code. 0 skips it. Default 200: about
-   * about a second more before readiness on 2 cores (bench/README.md).
+   * the first boots after a start meet compiled code. 0 skips it. Default 200: about a second
+   * more before readiness on 2 cores (bench/README.md).
    */
   renderWarmupRounds: z.coerce.number().int().min(0).max(10_000).default(200),
   /**
